@@ -1,0 +1,312 @@
+"""Every number a user sees about a solution: objectives, gap, KKT residuals, b, ξ.
+
+The solvers, the estimator's ``solution_`` record, the validation suite and the
+benchmarks all call :func:`diagnose`, so they agree by construction.
+
+Definitions (for a machine of the unified table, see :mod:`msvm.machines`):
+
+* **Dual objective** D(α) = −J(α) = γᵀα − ½ αᵀHα (the maximisation form).
+* **Primal objective** P = ½ Σ_c ‖w_c‖² + C · loss(ξ), with w_c = Σ_i β_ic φ(x_i),
+  b from the KKT conditions and the smallest feasible ξ for that (w, b):
+  hinge loss: ξ_ir = max(0, max_{p in slack r} γ_p − ν̄_p·h(x_i));
+  squared loss (M-SVM²): min_ξ Σ_k ξ_k² + (Σ_k ξ_k)² s.t. ξ_k ≥ r_k, whose
+  solution is ξ_k = max(r_k, t) with t the root of Σ_k max(r_k, t) = −t
+  (KKT of that small QP; found exactly by sorting).  See :mod:`msvm.machines`
+  for why this, and not seed 001's printed M = δ_kl − 1/Q, is the M-SVM²'s
+  slack penalty.
+  Any feasible (w, b, ξ) gives P ≥ P* ≥ D* ≥ D, so the gap P − D ≥ 0 bounds
+  the suboptimality of α whatever the solver.
+* **b from KKT** (seed 000 §4.1, generalised): every free variable
+  (0 < α_ip, its slack not at capacity C) has an active margin constraint,
+  ν̄_p·b = −∂J/∂α_ip; within a slack group at capacity the gradients of the
+  positive variables are equal, (ν̄_p − ν̄_q)·b = −(g_p − g_q).  b is the
+  least-squares solution of these equations in span(U) (the directions the
+  constraints see, which also fixes the gauge of WW and CS).  When they do
+  not determine b, b minimises the primal objective for the given w, a
+  small LP solved with HiGHS (hinge) or a smooth convex problem (squared).
+* **KKT residuals** per constraint family, scaled by C (by max(1, max α) for
+  the M-SVM², which has no upper bound): ``stationarity`` is the natural
+  residual ‖α − Π(α − ∇J − Aᵀb)‖∞ with Π the projection onto each example's
+  box/capped simplex; ``bounds`` the violation of α ≥ 0 and the capacities;
+  ``equality`` the residual of the bias constraints.
+* **KKT violation** in gradient units (the stopping rule of BENCHMARKS.md):
+  the largest first-order decrease available to a single variable or, in a
+  slack group at capacity, to a pair of its variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from msvm.problem import DualProblem, DualSolution
+
+__all__ = ["Diagnostics", "diagnose", "bias_from_kkt", "primal_objective", "kkt_violation"]
+
+# α_ip ≤ ZERO_TOL · C counts as "at zero", a slack sum ≥ (1 − ZERO_TOL) C as "at capacity".
+ZERO_TOL = 1e-8
+
+
+@dataclass
+class Diagnostics:
+    """The numbers that certify a dual solution (see the module docstring)."""
+
+    dual_objective: float
+    primal_objective: float
+    duality_gap: float
+    relative_gap: float
+    kkt_violation: float
+    kkt_residuals: dict = field(default_factory=dict)
+    b: np.ndarray | None = None
+    b_method: str = "none"
+    xi: np.ndarray | None = None
+    n_support: int = 0
+
+    @property
+    def kkt_residual(self) -> float:
+        """Largest of the scaled KKT residuals."""
+        return max(self.kkt_residuals.values()) if self.kkt_residuals else 0.0
+
+    def as_dict(self) -> dict:
+        """Plain-Python view (JSON-serialisable)."""
+        return {
+            "dual_objective": self.dual_objective,
+            "primal_objective": self.primal_objective,
+            "duality_gap": self.duality_gap,
+            "relative_gap": self.relative_gap,
+            "kkt_violation": self.kkt_violation,
+            "kkt_residual": self.kkt_residual,
+            **{f"kkt_{k}": v for k, v in self.kkt_residuals.items()},
+            "b": None if self.b is None else [float(v) for v in self.b],
+            "b_method": self.b_method,
+            "n_support": self.n_support,
+        }
+
+
+# ---------------------------------------------------------------- helpers
+def _group_masks(problem: DualProblem):
+    """Boolean (m, P) masks, one per slack index, of the slots sharing that slack."""
+    return [problem.slack == r for r in range(problem.machine.n_slacks)]
+
+
+def _residual_scale(problem: DualProblem, alpha: np.ndarray) -> float:
+    if problem.machine.loss == "hinge":
+        return problem.C
+    return max(1.0, float(alpha.max(initial=0.0)))
+
+
+def _project_capped_simplex(v: np.ndarray, member: np.ndarray, cap: float) -> np.ndarray:
+    """Row-wise projection onto {x ≥ 0, Σ_members x ≤ cap}; non-members are left at 0."""
+    x = np.where(member, np.maximum(v, 0.0), 0.0)
+    over = x.sum(axis=1) > cap
+    if np.any(over):
+        u = np.where(member[over], v[over], -np.inf)
+        u = -np.sort(-u, axis=1)
+        finite = np.isfinite(u)
+        css = np.cumsum(np.where(finite, u, 0.0), axis=1)
+        j = np.arange(1, u.shape[1] + 1)
+        cond = finite & (u - (css - cap) / j > 0)
+        rho = cond.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
+        tau = (css[np.arange(len(rho)), rho] - cap) / (rho + 1)
+        x[over] = np.where(member[over], np.maximum(v[over] - tau[:, None], 0.0), 0.0)
+    return x
+
+
+def _project(problem: DualProblem, v: np.ndarray) -> np.ndarray:
+    """Projection onto the feasible set without the equality constraints."""
+    if problem.machine.loss == "squared":
+        return np.where(problem.active, np.maximum(v, 0.0), 0.0)
+    out = np.zeros_like(v)
+    for member in _group_masks(problem):
+        out += _project_capped_simplex(v, member & problem.active, problem.C)
+    return out
+
+
+def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """r_ip = γ_p − ν̄_p·h(x_i): how much constraint (i, p) is violated (≤ 0 when met)."""
+    h = F_plain + b[None, :]
+    r = problem.targets - np.einsum("ipc,ic->ip", problem.nu[problem.y], h)
+    return np.where(problem.active, r, -np.inf)
+
+
+def _squared_slacks(r: np.ndarray) -> np.ndarray:
+    """Minimiser of Σ ξ² + (Σ ξ)² subject to ξ ≥ r (row-wise; −inf marks absent slots).
+
+    KKT: ξ_k = max(r_k, t) with t = −Σ_k ξ_k.  g(t) = t + Σ_k max(r_k, t) is
+    strictly increasing, so with the top j margins above t its root is
+    t = −(sum of the top j) / (n − j + 1); the consistent j is found by sorting.
+    """
+    n = np.isfinite(r).sum(axis=1)
+    u = -np.sort(-r, axis=1)
+    css = np.cumsum(np.where(np.isfinite(u), u, 0.0), axis=1)
+    css = np.concatenate([np.zeros((len(r), 1)), css], axis=1)  # css[:, j] = sum of top j
+    j = np.arange(r.shape[1] + 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = -css / (n[:, None] - j + 1)
+    u_pad = np.concatenate([np.full((len(r), 1), np.inf), u, np.full((len(r), 1), -np.inf)], 1)
+    ok = (j <= n[:, None]) & (u_pad[:, :-1] >= t) & (u_pad[:, 1:] <= t)
+    best_t = t[np.arange(len(r)), np.argmax(ok, axis=1)]
+    return np.where(np.isfinite(r), np.maximum(r, best_t[:, None]), 0.0)
+
+
+def _squared_loss(xi: np.ndarray) -> float:
+    return float(np.sum(xi**2) + np.sum(xi.sum(axis=1) ** 2))
+
+
+# ------------------------------------------------------------ the numbers
+def primal_objective(problem: DualProblem, alpha, b, F=None):
+    """Primal objective of (w(α), b, smallest feasible ξ); returns (P, ξ)."""
+    beta = problem.beta(alpha)
+    if F is None:
+        F = problem.scores(beta)
+    F_plain = F - problem.kernel_shift * beta
+    reg = 0.5 * float(np.sum(beta * F_plain))
+    r = _margins(problem, F_plain, b)
+    if problem.machine.loss == "squared":
+        xi = _squared_slacks(r)
+        loss = _squared_loss(xi)
+    else:
+        xi = np.stack([np.max(np.where(mk, r, -np.inf), axis=1) for mk in _group_masks(problem)],
+                      axis=1)
+        xi = np.maximum(xi, 0.0)
+        loss = float(xi.sum())
+    return reg + problem.C * loss, xi
+
+
+def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
+    """b from the KKT conditions; returns (b, method) with method 'kkt' or 'primal'."""
+    Q = problem.n_classes
+    U = problem.equality_basis
+    if not problem.fit_intercept or U.shape[1] == 0:
+        return np.zeros(Q), "none"
+    tol = ZERO_TOL * (problem.C if problem.machine.loss == "hinge" else 1.0)
+    nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)  # constraint directions in λ
+    positive = (alpha > tol) & problem.active
+    rows, rhs = [], []
+    if problem.machine.loss == "squared":
+        rows.append(nu[positive])
+        rhs.append(-grad[positive])
+    else:
+        sums = problem.slack_sums(alpha)
+        for r, member in enumerate(_group_masks(problem)):
+            pos = positive & member
+            full = sums[:, r] >= problem.C - tol
+            # Groups below capacity: each positive variable has an active constraint.
+            free = pos & ~full[:, None]
+            rows.append(nu[free])
+            rhs.append(-grad[free])
+            # Groups at capacity: positive variables share the group's multiplier.
+            for i in np.flatnonzero(full & (pos.sum(axis=1) >= 2)):
+                p = np.flatnonzero(pos[i])
+                rows.append(nu[i, p[1:]] - nu[i, p[0]])
+                rhs.append(-(grad[i, p[1:]] - grad[i, p[0]]))
+    Amat = np.concatenate(rows) if rows else np.zeros((0, U.shape[1]))
+    bvec = np.concatenate(rhs) if rhs else np.zeros(0)
+    if Amat.shape[0] and np.linalg.matrix_rank(Amat, tol=1e-8) == U.shape[1]:
+        lam = np.linalg.lstsq(Amat, bvec, rcond=None)[0]
+        return U @ lam, "kkt"
+    return _bias_from_primal(problem, alpha, F), "primal"
+
+
+def _bias_from_primal(problem: DualProblem, alpha, F=None):
+    """b minimising the primal objective for the w given by α (used when KKT is silent)."""
+    from scipy.optimize import linprog, minimize
+
+    U = problem.equality_basis
+    beta = problem.beta(alpha)
+    if F is None:
+        F = problem.scores(beta)
+    F_plain = F - problem.kernel_shift * beta
+    base = _margins(problem, F_plain, np.zeros(problem.n_classes))  # r at b = 0
+    nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)
+    if problem.machine.loss == "squared":
+        def f(lam):
+            return _squared_loss(_squared_slacks(np.where(problem.active, base - nu @ lam, -np.inf)))
+
+        return U @ minimize(f, np.zeros(U.shape[1]), method="Nelder-Mead",
+                            options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 20000}).x
+    import scipy.sparse as sp
+
+    ii, pp = problem.flat_index()
+    n_slacks = problem.machine.n_slacks
+    r_dim = U.shape[1]
+    slack_col = r_dim + ii * n_slacks + problem.slack[ii, pp]
+    n_var = r_dim + problem.n_samples * n_slacks
+    # ξ_ir ≥ base_ip − ν̄_p·Uλ   ⇔   −ν̄_p·Uλ − ξ_ir ≤ −base_ip
+    lam_part = sp.csr_matrix(-nu[ii, pp])
+    xi_part = sp.csr_matrix((-np.ones(len(ii)), (np.arange(len(ii)), slack_col - r_dim)),
+                            shape=(len(ii), n_var - r_dim))
+    A_ub = sp.hstack([lam_part, xi_part]).tocsr()
+    cost = np.concatenate([np.zeros(r_dim), np.ones(n_var - r_dim)])
+    bounds = [(None, None)] * r_dim + [(0, None)] * (n_var - r_dim)
+    res = linprog(cost, A_ub=A_ub, b_ub=-base[ii, pp], bounds=bounds, method="highs")
+    return U @ res.x[:r_dim]
+
+
+def kkt_violation(problem: DualProblem, alpha, G) -> float:
+    """Largest first-order decrease available (gradient units); G includes ν̄·b."""
+    tol = ZERO_TOL * (problem.C if problem.machine.loss == "hinge" else 1.0)
+    positive = (alpha > tol) & problem.active
+    inf = np.inf
+    if problem.machine.loss == "squared":
+        down = np.where(positive, G, -inf).max(initial=0.0)
+        up = np.where(problem.active, -G, -inf).max(initial=0.0)
+        return float(max(down, up, 0.0))
+    sums = problem.slack_sums(alpha)
+    worst = 0.0
+    for r, member in enumerate(_group_masks(problem)):
+        m_act = member & problem.active
+        full = sums[:, r] >= problem.C - tol
+        down = np.where(positive & member, G, -inf).max(axis=1, initial=-inf)
+        lowest = np.where(m_act, G, inf).min(axis=1, initial=inf)
+        up = np.where(full, -inf, -lowest)
+        swap = np.where(full & np.isfinite(down), down - lowest, -inf)
+        worst = max(worst, float(np.max(np.maximum(np.maximum(down, up), swap), initial=0.0)))
+    return worst
+
+
+def diagnose(problem: DualProblem, solution: DualSolution | np.ndarray) -> Diagnostics:
+    """Objectives, duality gap, KKT residuals, b and ξ of a dual solution.
+
+    Parameters
+    ----------
+    problem : DualProblem
+    solution : DualSolution or ndarray of shape (m, P)
+        A solver's result, or α alone.
+
+    Returns
+    -------
+    Diagnostics
+    """
+    alpha = solution.alpha if isinstance(solution, DualSolution) else np.asarray(solution)
+    F = solution.scores if isinstance(solution, DualSolution) else None
+    beta = problem.beta(alpha)
+    if F is None:
+        F = problem.scores(beta)
+    grad = problem.gradient(alpha, F)
+    dual = -(0.5 * float(np.sum(beta * F)) - float(np.sum(problem.targets * alpha)))
+    b, b_method = bias_from_kkt(problem, alpha, grad, F)
+    primal, xi = primal_objective(problem, alpha, b, F)
+    G = np.where(problem.active, grad + np.einsum("ipc,c->ip", problem.nu[problem.y], b), 0.0)
+    scale = _residual_scale(problem, alpha)
+    residuals = {
+        "stationarity": float(np.max(np.abs(alpha - _project(problem, alpha - G)), initial=0.0))
+        / scale,
+        "bounds": float(np.max(np.abs(alpha - _project(problem, alpha)), initial=0.0)) / scale,
+    }
+    if problem.fit_intercept:
+        residuals["equality"] = float(np.max(np.abs(problem.equality_residual(alpha)))) / scale
+    gap = primal - dual
+    return Diagnostics(
+        dual_objective=dual,
+        primal_objective=primal,
+        duality_gap=gap,
+        relative_gap=gap / max(abs(primal), abs(dual), 1e-300),
+        kkt_violation=kkt_violation(problem, alpha, G),
+        kkt_residuals=residuals,
+        b=b,
+        b_method=b_method,
+        xi=xi,
+        n_support=int(np.count_nonzero(np.any(np.abs(beta) > 0, axis=1))),
+    )

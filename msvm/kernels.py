@@ -1,0 +1,181 @@
+"""Kernel functions: parameter resolution, Gram blocks and the Gram-row cache.
+
+Block computations (prediction, reference solvers, diagnostics) use
+``sklearn.metrics.pairwise.pairwise_kernels``: it is BLAS-backed, handles
+dense and CSR input, and its kernels are the ones scikit-learn users know.
+Solvers that need one Gram row at a time get it from the compiled LRU cache
+(:class:`msvm._core._kernel_cache.KernelCache`), which never forms the full
+Gram matrix.
+
+Kernels (scikit-learn's conventions):
+
+============  =====================================
+linear        ⟨x, x'⟩
+poly          (γ⟨x, x'⟩ + coef0)^degree
+rbf           exp(−γ ‖x − x'‖²)
+laplace       exp(−γ ‖x − x'‖₁)
+sigmoid       tanh(γ⟨x, x'⟩ + coef0)   (not PSD in general)
+precomputed   X is the Gram matrix itself
+callable      f(X, Y) returning the (n_X, n_Y) kernel matrix
+============  =====================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import pairwise_kernels
+
+__all__ = ["KERNELS", "Kernel", "resolve_gamma"]
+
+#: Kernel names accepted by the estimators (plus any callable).
+KERNELS = ("linear", "poly", "rbf", "laplace", "sigmoid", "precomputed")
+
+# Codes shared with the Cython cache (msvm/_core/_kernel_cache.pyx).
+KERNEL_CODES = {"linear": 0, "poly": 1, "rbf": 2, "laplace": 3, "sigmoid": 4, "precomputed": 5}
+
+_SKLEARN_NAMES = {"laplace": "laplacian", "poly": "polynomial"}
+
+# Rows of the cross-kernel computed at once when a Gram block is multiplied by
+# coefficients, to keep memory at O(chunk · n_SV) instead of O(m · n_SV).
+_CHUNK_ROWS = 2048
+
+
+def resolve_gamma(gamma, X) -> float:
+    """Turn ``'scale'``, ``'auto'`` or a number into the RBF/poly/sigmoid γ.
+
+    ``'scale'`` is 1 / (n_features · Var(X)) and ``'auto'`` is 1 / n_features,
+    exactly as in :class:`sklearn.svm.SVC`.
+    """
+    n_features = X.shape[1]
+    if isinstance(gamma, str):
+        if gamma == "scale":
+            if sp.issparse(X):
+                var = X.multiply(X).mean() - X.mean() ** 2
+            else:
+                var = X.var()
+            return 1.0 / (n_features * var) if var != 0 else 1.0
+        if gamma == "auto":
+            return 1.0 / n_features
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
+    if not isinstance(gamma, Real) or isinstance(gamma, bool) or not gamma > 0:
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
+    return float(gamma)
+
+
+@dataclass
+class Kernel:
+    """A kernel bound to its training points.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (m, d), or (m, m) when precomputed
+        Training points (or the training Gram matrix).
+    name : str or callable
+        One of :data:`KERNELS` or a callable ``f(X, Y)``.
+    gamma, degree, coef0 : float
+        Kernel parameters (γ already resolved by :func:`resolve_gamma`).
+    """
+
+    X: np.ndarray | sp.csr_matrix
+    name: str | Callable = "rbf"
+    gamma: float = 1.0
+    degree: float = 3
+    coef0: float = 0.0
+    _gram_cache: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def is_precomputed(self) -> bool:
+        return isinstance(self.name, str) and self.name == "precomputed"
+
+    def _params(self) -> dict:
+        if callable(self.name):
+            return {}
+        return {
+            "linear": {},
+            "poly": {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0},
+            "rbf": {"gamma": self.gamma},
+            "laplace": {"gamma": self.gamma},
+            "sigmoid": {"gamma": self.gamma, "coef0": self.coef0},
+        }[self.name]
+
+    def block(self, A, B=None) -> np.ndarray:
+        """Kernel matrix k(A_i, B_j) between two sets of points (not for precomputed)."""
+        metric = self.name if callable(self.name) else _SKLEARN_NAMES.get(self.name, self.name)
+        K = pairwise_kernels(A, self.X if B is None else B, metric=metric, **self._params())
+        return np.asarray(K, dtype=np.float64)
+
+    def gram(self, rows=None, cols=None) -> np.ndarray:
+        """Training Gram matrix, or its block ``rows × cols`` (index arrays)."""
+        if self.is_precomputed:
+            K = np.asarray(self.X, dtype=np.float64)
+            if rows is not None:
+                K = K[rows]
+            return K if cols is None else K[:, cols]
+        A = self.X if rows is None else self.X[rows]
+        B = self.X if cols is None else self.X[cols]
+        return self.block(A, B)
+
+    def diagonal(self) -> np.ndarray:
+        """k(x_i, x_i) for every training point, in O(m) kernel evaluations."""
+        if self.is_precomputed:
+            return np.asarray(self.X, dtype=np.float64).diagonal().copy()
+        if not callable(self.name) and self.name in ("rbf", "laplace"):
+            return np.ones(self.n_samples)
+        if sp.issparse(self.X):
+            sq = np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()
+        else:
+            sq = np.einsum("ij,ij->i", self.X, self.X)
+        if callable(self.name):
+            return np.array([self.block(self.X[i : i + 1], self.X[i : i + 1])[0, 0]
+                             for i in range(self.n_samples)])
+        if self.name == "linear":
+            return sq
+        if self.name == "poly":
+            return (self.gamma * sq + self.coef0) ** self.degree
+        return np.tanh(self.gamma * sq + self.coef0)
+
+    def matmul(self, coef: np.ndarray, rows=None) -> np.ndarray:
+        """K[rows, :] @ coef, touching only the columns where ``coef`` is non-zero.
+
+        ``coef`` has shape (m, Q).  Memory stays O(chunk · n_nonzero).
+        """
+        m = self.n_samples
+        rows = np.arange(m) if rows is None else np.asarray(rows)
+        support = np.flatnonzero(np.any(coef != 0, axis=1))
+        out = np.zeros((len(rows), coef.shape[1]))
+        if len(support) == 0:
+            return out
+        for start in range(0, len(rows), _CHUNK_ROWS):
+            chunk = rows[start : start + _CHUNK_ROWS]
+            out[start : start + len(chunk)] = self.gram(chunk, support) @ coef[support]
+        return out
+
+    def cache(self, cache_size: float = 200.0):
+        """A compiled LRU cache of Gram rows bounded by ``cache_size`` MB.
+
+        Callable kernels are evaluated once into a full Gram matrix (as
+        scikit-learn does), which the cache then serves as precomputed.
+        """
+        from msvm._core._kernel_cache import KernelCache
+
+        if callable(self.name):
+            return KernelCache(self.gram(), KERNEL_CODES["precomputed"], 0.0, 0.0, 0.0, cache_size)
+        X = self.X
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            X.sort_indices()
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        return KernelCache(
+            X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree), float(self.coef0),
+            float(cache_size),
+        )

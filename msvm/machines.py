@@ -1,0 +1,227 @@
+"""Multi-class SVMs as rows of one table.
+
+Every all-in-one multi-class SVM of the unified family (Doğan, Glasmachers &
+Igel; seed 004 §2.2.7 and §5.1) is the same dual quadratic program, written
+here as a *minimisation* over the variables α_ip (example i, constraint p)::
+
+    J(α) = ½ Σ_{i,p} Σ_{j,q} M(y_i,p ; y_j,q) k'(x_i, x_j) α_ip α_jq − Σ_{i,p} γ_{y_i,p} α_ip
+
+    M(y,p ; y',q) = Σ_c Σ_e ν_{y,p,c} ν_{y',q,e} (δ_ce − s/Q)
+
+    α_ip ≥ 0,    Σ_{p in slack r of example i} α_ip ≤ C     (hinge loss)
+    with a bias: Σ_{i,p} ν̄_{y_i,p,c} α_ip = 0 for every class c
+
+where s = 1 when the machine imposes Σ_c w_c = 0 (and Σ_c b_c = 0), ν̄ is ν
+centred over classes when s = 1 (ν itself otherwise), and k' = k except for
+the quadratic-loss M-SVM², whose dual is the hard-margin dual with
+k'(x_i, x_j) = k(x_i, x_j) + δ_ij / (2C) (seed 001, Problem 5).
+
+A machine is therefore *data*:
+
+``nu[y, p, c]``
+    margin coefficients: constraint p of an example of class y reads
+    Σ_c ν_{y,p,c} h_c(x) ≥ γ_{y,p} − ξ.
+``gamma[y, p]``
+    targets γ.
+``active[y, p]``
+    whether constraint p exists for class y (for WW, CS and LLW the
+    constraint p = y does not; its α is a dummy fixed at zero).
+``slack[y, p]``
+    which slack variable of the example constraint p uses.  Constraints that
+    share a slack share the capacity C (max-loss); one slack per constraint is
+    sum-loss.  ``-1`` for the quadratic loss, which has no upper bound.
+``sum_to_zero``
+    the flag s above.
+``loss``
+    ``"hinge"`` (linear slack penalty C Σ ξ) or ``"squared"`` (the M-SVM²'s
+    quadratic form C Σ_i ξ_iᵀ M ξ_i, see below).
+
+The scores are h_c(x) = Σ_i β_ic k(x_i, x) + b_c with
+β_ic = Σ_p ν̄_{y_i,p,c} α_ip, whatever the machine; solvers never look at the
+machine's name, only at these arrays.
+
+Scale conventions.  The rows implement the *original* formulations (DESIGN.md
+§2).  Seed 004 writes WW with target 2 on half margins and seed 002 scales
+its Hessian differently; ``tests/test_machines.py`` checks the conversions,
+and the configurations of BENCHMARKS.md are already given in our units.
+
+The M-SVM²'s slack penalty.  Seed 001 (arXiv v1) prints the penalty matrix
+as M = δ_kl − 1/Q on the slacks of the Q − 1 wrong classes, but its own dual
+(Problem 5: the hard-margin LLW dual with k + δ_ij/(2C)) is the conjugate of
+C ξᵀ M' ξ with M'⁻¹ = I − 11ᵀ/Q, i.e. M' = I + 11ᵀ (Sherman–Morrison): the
+penalty is C Σ_i [Σ_k ξ_ik² + (Σ_k ξ_ik)²].  The derivation in the seed sums
+over the dummy slot k = y_i, where stationarity does not hold.  The dual is
+what the radius–margin bound is about, so it defines the machine here, and the
+primal we report uses M' (``tests/test_diagnostics.py`` checks that the
+duality gap closes with M' and not with the printed M).
+
+Two classes.  With Q = 2 every machine is a binary soft-margin SVM:
+
+=========  ==============================================================
+WW, CS     SVC with C_binary = 2C; h_2 − h_1 = SVC decision function
+LLW        SVC with C_binary = C/2; h_2 − h_1 = 2 × SVC decision function
+M-SVM²     2-norm SVM ½‖w‖² + C Σ ξ², i.e. a hard-margin SVC on the
+           kernel k + δ_ij/(2C); h_2 − h_1 = 2 × its decision function
+=========  ==============================================================
+
+(``tests/test_two_class.py`` checks each line against ``sklearn.svm.SVC``.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Machine", "MACHINES", "make_machine"]
+
+
+@dataclass(frozen=True, eq=False)
+class Machine:
+    """One row of the unified table, instantiated for ``n_classes`` classes.
+
+    See the module docstring for the meaning of each array.  ``P`` is the
+    number of constraint slots per example (the same for every class; slots
+    that do not exist for a class are marked inactive).
+    """
+
+    name: str
+    description: str
+    n_classes: int
+    nu: np.ndarray  # (Q, P, Q) float64
+    gamma: np.ndarray  # (Q, P) float64
+    active: np.ndarray  # (Q, P) bool
+    slack: np.ndarray  # (Q, P) int32, -1 = no upper bound
+    sum_to_zero: bool
+    loss: str  # "hinge" or "squared"
+    source: str
+
+    @property
+    def n_slots(self) -> int:
+        """Number of constraint slots P per example."""
+        return self.nu.shape[1]
+
+    @property
+    def n_slacks(self) -> int:
+        """Number of slack variables per example (0 for the quadratic loss)."""
+        return int(self.slack.max()) + 1 if self.loss == "hinge" else 0
+
+    @property
+    def nu_centered(self) -> np.ndarray:
+        """ν̄: ν centred over classes when the machine is sum-to-zero."""
+        if self.sum_to_zero:
+            return self.nu - self.nu.mean(axis=2, keepdims=True)
+        return self.nu
+
+    @property
+    def max_loss(self) -> bool:
+        """Whether several constraints of an example share one slack."""
+        return self.loss == "hinge" and self.n_slacks < int(self.active.sum(axis=1).max())
+
+    def kernel_shift(self, C: float) -> float:
+        """Diagonal added to the kernel in the dual: 1/(2C) for the M-SVM², else 0."""
+        return 1.0 / (2.0 * C) if self.loss == "squared" else 0.0
+
+
+def _pairwise_slots(Q: int):
+    """Slot p = class p, the slot of the example's own class inactive."""
+    eye = np.eye(Q)
+    active = ~np.eye(Q, dtype=bool)
+    return eye, active
+
+
+def _weston_watkins(Q: int) -> dict:
+    eye, active = _pairwise_slots(Q)
+    # ν[y, p, c] = δ_{y,c} − δ_{p,c}: margin h_y − h_p between the true class and p.
+    nu = eye[:, None, :] - eye[None, :, :]
+    return dict(
+        description="Weston-Watkins: sum over k != y of hinge(1 - (h_y - h_k))",
+        nu=nu,
+        gamma=np.ones((Q, Q)),
+        active=active,
+        slack=np.tile(np.arange(Q, dtype=np.int32), (Q, 1)),
+        sum_to_zero=False,
+        loss="hinge",
+        source="Weston & Watkins 1999; seed 000 §3, seed 002",
+    )
+
+
+def _crammer_singer(Q: int) -> dict:
+    row = _weston_watkins(Q)
+    row.update(
+        description="Crammer-Singer: hinge(1 - (h_y - max_{k != y} h_k)), one slack per example",
+        slack=np.zeros((Q, Q), dtype=np.int32),
+        source="Crammer & Singer 2001; seed 004 ch. 5",
+    )
+    return row
+
+
+def _lee_lin_wahba(Q: int) -> dict:
+    eye, active = _pairwise_slots(Q)
+    # ν[y, p, c] = −δ_{p,c}: constraint h_p(x) ≤ −1/(Q−1) + ξ for p != y.
+    nu = np.broadcast_to(-eye[None, :, :], (Q, Q, Q)).copy()
+    return dict(
+        description="Lee-Lin-Wahba: sum over k != y of hinge(h_k + 1/(Q-1)), sum-to-zero",
+        nu=nu,
+        gamma=np.full((Q, Q), 1.0 / (Q - 1)),
+        active=active,
+        slack=np.tile(np.arange(Q, dtype=np.int32), (Q, 1)),
+        sum_to_zero=True,
+        loss="hinge",
+        source="Lee, Lin & Wahba 2004; seed 001 §2.3, seed 004 ch. 4",
+    )
+
+
+def _msvm2(Q: int) -> dict:
+    row = _lee_lin_wahba(Q)
+    row.update(
+        description="M-SVM2: LLW with the quadratic slack penalty C (|xi|^2 + (sum xi)^2)",
+        slack=np.full((Q, Q), -1, dtype=np.int32),
+        loss="squared",
+        source="Monfrini & Guermeur 2008; seed 001 §3",
+    )
+    return row
+
+
+#: Registry of machine rows: name -> builder(Q) returning the row's fields.
+MACHINES = {
+    "ww": _weston_watkins,
+    "cs": _crammer_singer,
+    "llw": _lee_lin_wahba,
+    "msvm2": _msvm2,
+}
+
+
+def make_machine(name: str, n_classes: int) -> Machine:
+    """Instantiate the machine ``name`` for ``n_classes`` classes.
+
+    Parameters
+    ----------
+    name : str
+        Key of :data:`MACHINES` (``"ww"``, ``"cs"``, ``"llw"``, ``"msvm2"``).
+    n_classes : int
+        Number of classes Q ≥ 2.
+
+    Returns
+    -------
+    Machine
+    """
+    if name not in MACHINES:
+        raise ValueError(f"Unknown model {name!r}; expected one of {sorted(MACHINES)}.")
+    if n_classes < 2:
+        raise ValueError(f"A multi-class SVM needs at least 2 classes, got {n_classes}.")
+    fields = MACHINES[name](n_classes)
+    nu = np.ascontiguousarray(fields.pop("nu"), dtype=np.float64)
+    active = np.ascontiguousarray(fields.pop("active"), dtype=bool)
+    gamma = np.where(active, fields.pop("gamma"), 0.0)
+    slack = np.where(active, fields.pop("slack"), -1).astype(np.int32)
+    nu = nu * active[:, :, None]
+    return Machine(
+        name=name,
+        n_classes=n_classes,
+        nu=nu,
+        gamma=np.ascontiguousarray(gamma, dtype=np.float64),
+        active=active,
+        slack=np.ascontiguousarray(slack),
+        **fields,
+    )

@@ -1,0 +1,219 @@
+"""The one dual problem every solver consumes, and the one solution they return.
+
+A :class:`DualProblem` binds a :class:`~msvm.machines.Machine` (the row of the
+unified table), the integer-coded labels, the kernel, C and the bias flag.  The
+variables are stored as an (m, P) array ``alpha``: example i, constraint slot
+p; slots inactive for the example's class are kept at zero.  Everything a
+solver needs (coefficients, targets, slack groups, bounds, the equality
+constraints of the bias) is exposed as arrays, so a solver never needs to know
+which machine it is solving.
+
+Conventions (see :mod:`msvm.machines`): the dual is a *minimisation* of J(α);
+the value users see, ``dual_objective``, is the maximisation form D = −J, so
+that weak duality reads P ≥ D and the gap P − D ≥ 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from msvm.kernels import Kernel
+from msvm.machines import Machine
+
+__all__ = ["DualProblem", "DualSolution"]
+
+
+class DualProblem:
+    """A multi-class SVM training problem in its unified dual form.
+
+    Parameters
+    ----------
+    machine : Machine
+        Row of the unified table, built for ``Q`` classes.
+    y : ndarray of shape (m,)
+        Labels coded 0 .. Q−1.
+    kernel : Kernel
+        Kernel bound to the training points.
+    C : float
+        Soft-margin parameter (> 0) in the machine's original formulation.
+    fit_intercept : bool
+        Whether the machine has a bias b (adds the equality constraints).
+    """
+
+    def __init__(self, machine: Machine, y, kernel: Kernel, C: float, fit_intercept: bool):
+        if not C > 0:
+            raise ValueError(f"C must be positive, got {C!r}.")
+        self.machine = machine
+        self.y = np.ascontiguousarray(y, dtype=np.intp)
+        self.kernel = kernel
+        self.C = float(C)
+        self.fit_intercept = bool(fit_intercept)
+        if self.y.shape[0] != kernel.n_samples:
+            raise ValueError("y and the kernel's training points differ in length.")
+        nu = machine.nu_centered
+        self.nu = nu  # (Q, P, Q): ν̄ per class
+        self.active = machine.active[self.y]  # (m, P)
+        self.targets = machine.gamma[self.y]  # (m, P)
+        self.slack = machine.slack[self.y]  # (m, P)
+        self.kernel_shift = machine.kernel_shift(self.C)
+        self._basis = self._equality_basis()
+
+    # ----------------------------------------------------------------- sizes
+    @property
+    def n_samples(self) -> int:
+        return self.y.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return self.machine.n_classes
+
+    @property
+    def n_slots(self) -> int:
+        return self.machine.n_slots
+
+    @property
+    def upper_bound(self) -> float:
+        """Capacity of each slack group (C), or +inf for the quadratic loss."""
+        return self.C if self.machine.loss == "hinge" else np.inf
+
+    def zeros(self) -> np.ndarray:
+        """A feasible starting point α = 0."""
+        return np.zeros((self.n_samples, self.n_slots))
+
+    # ------------------------------------------------------- linear algebra
+    def beta(self, alpha: np.ndarray) -> np.ndarray:
+        """Coefficients β_ic = Σ_p ν̄_{y_i,p,c} α_ip, shape (m, Q)."""
+        return np.einsum("ip,ipc->ic", alpha, self.nu[self.y])
+
+    def scores(self, beta: np.ndarray) -> np.ndarray:
+        """F = K' β (training scores without bias, with the M-SVM² diagonal shift)."""
+        F = self.kernel.matmul(beta)
+        if self.kernel_shift:
+            F += self.kernel_shift * beta
+        return F
+
+    def gradient(self, alpha: np.ndarray, F: np.ndarray | None = None) -> np.ndarray:
+        """∂J/∂α_ip = Σ_c ν̄_{y_i,p,c} F_ic − γ_{y_i,p}, zero on inactive slots."""
+        if F is None:
+            F = self.scores(self.beta(alpha))
+        g = np.einsum("ipc,ic->ip", self.nu[self.y], F) - self.targets
+        return np.where(self.active, g, 0.0)
+
+    def objective(self, alpha: np.ndarray, F: np.ndarray | None = None) -> float:
+        """The minimised dual J(α) = ½ αᵀHα − γᵀα."""
+        beta = self.beta(alpha)
+        if F is None:
+            F = self.scores(beta)
+        return 0.5 * float(np.sum(beta * F)) - float(np.sum(self.targets * alpha))
+
+    # ------------------------------------------------------ the constraints
+    def _equality_basis(self) -> np.ndarray:
+        """Orthonormal basis U (Q, r) of the span of the ν̄ vectors in use.
+
+        With a bias the constraints Σ_{i,p} ν̄_{y_i,p,·} α_ip = 0 ∈ R^Q have
+        rank r ≤ Q − 1 (for WW and CS the ν sum to zero over classes; for
+        sum-to-zero machines ν̄ is centred).  The solvers get the r independent
+        constraints Uᵀ A α = 0, and the bias lives in span(U): b = U λ.
+        """
+        vecs = self.nu[self.y][self.active]
+        vecs = np.unique(np.round(vecs, 12), axis=0)
+        if vecs.size == 0:
+            return np.zeros((self.n_classes, 0))
+        u, s, _ = np.linalg.svd(vecs.T, full_matrices=False)
+        rank = int(np.sum(s > 1e-10 * s[0]))
+        return u[:, :rank]
+
+    @property
+    def equality_basis(self) -> np.ndarray:
+        return self._basis
+
+    def equality_matrix(self) -> np.ndarray:
+        """Independent equality constraints of the bias, shape (r, m·P): rows of Uᵀ A."""
+        A = np.einsum("ipc,cr->rip", self.nu[self.y] * self.active[:, :, None], self._basis)
+        return A.reshape(self._basis.shape[1], -1)
+
+    def equality_residual(self, alpha: np.ndarray) -> np.ndarray:
+        """Σ_{i,p} ν̄_{y_i,p,c} α_ip for every class c (zero when feasible)."""
+        return np.einsum("ip,ipc->c", alpha, self.nu[self.y])
+
+    def check_feasible(self, alpha: np.ndarray, atol: float = 1e-9) -> bool:
+        """Whether α satisfies every constraint to ``atol`` (scaled by C)."""
+        tol = atol * self.C
+        if alpha.shape != (self.n_samples, self.n_slots):
+            return False
+        if np.any(alpha < -tol) or np.any(alpha[~self.active] != 0):
+            return False
+        if self.machine.loss == "hinge" and np.any(self.slack_sums(alpha) > self.C + tol):
+            return False
+        return not (self.fit_intercept and np.any(np.abs(self.equality_residual(alpha)) > tol))
+
+    def slack_sums(self, alpha: np.ndarray) -> np.ndarray:
+        """Σ_{p in slack r} α_ip for every example i and slack r, shape (m, n_slacks)."""
+        n_slacks = self.machine.n_slacks
+        out = np.zeros((self.n_samples, max(n_slacks, 1)))
+        rows = np.broadcast_to(np.arange(self.n_samples)[:, None], alpha.shape)
+        mask = self.slack >= 0
+        np.add.at(out, (rows[mask], self.slack[mask]), alpha[mask])
+        return out[:, :n_slacks]
+
+    # --------------------------------------------------- flat variable view
+    def flat_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(i, p) of every active variable, in row-major order."""
+        return np.nonzero(self.active)
+
+    def beta_operator(self):
+        """Sparse matrix B of shape (m·Q, n_active) with vec(β) = B α_active.
+
+        vec is row-major over (i, c).  Used by the reference QP solvers.
+        """
+        import scipy.sparse as sp
+
+        ii, pp = self.flat_index()
+        Q = self.n_classes
+        coeffs = self.nu[self.y[ii], pp]  # (n_active, Q)
+        rows = (ii[:, None] * Q + np.arange(Q)[None, :]).ravel()
+        cols = np.repeat(np.arange(len(ii)), Q)
+        vals = coeffs.ravel()
+        keep = vals != 0
+        return sp.csr_matrix(
+            (vals[keep], (rows[keep], cols[keep])), shape=(self.n_samples * Q, len(ii))
+        )
+
+
+@dataclass
+class DualSolution:
+    """What every solver returns.
+
+    Attributes
+    ----------
+    alpha : ndarray of shape (m, P)
+        Dual variables (zero on inactive slots).
+    b : ndarray of shape (Q,)
+        Bias (zeros without intercept), in the gauge Σ_c b_c-free part: b ∈ span(U).
+    status : str
+        ``"optimal"``, ``"max_iter"``, ``"inaccurate"`` or ``"failed"``.
+    n_iter : int
+        Iterations of the solver (its own notion of iteration).
+    time : float
+        Wall-clock seconds spent in the solver.
+    n_kernel_evaluations : int
+        Kernel evaluations performed (0 when the solver got a precomputed Gram).
+    solver : str
+        Name of the solver that produced it.
+    scores : ndarray of shape (m, Q) or None
+        F = K'β if the solver has it (saves a Gram product in diagnostics).
+    info : dict
+        Solver-specific extras (e.g. the backend's own status string).
+    """
+
+    alpha: np.ndarray
+    b: np.ndarray
+    status: str
+    n_iter: int = 0
+    time: float = 0.0
+    n_kernel_evaluations: int = 0
+    solver: str = ""
+    scores: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
