@@ -1,0 +1,1 @@
+"""Compiled cores of msvm (Cython): the Gram-row cache and the decomposition solvers."""

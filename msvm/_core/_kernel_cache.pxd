@@ -1,0 +1,84 @@
+# C-level interface of the Gram-row LRU cache.
+#
+# Other Cython modules use it as
+#
+#     from msvm._core._kernel_cache cimport KernelCache
+#
+#     cdef KernelCache kc = kernel.cache(cache_size)   # built from Python
+#     cdef const double* Ki
+#     cdef const double* Kj
+#     with nogil:
+#         Ki = kc.row_ptr(i)       # row i of the Gram matrix, length n_samples
+#         Kj = kc.row_ptr(j)       # Ki is still valid here (see guarantee)
+#         Qii = kc.diag(i)
+#
+# Pointer-validity guarantee
+# --------------------------
+# A pointer returned by ``row_ptr`` stays valid at least until TWO further
+# calls to ``row_ptr`` have been made: the two most recently returned row
+# pointers are never evicted by the next call, because a requested row becomes
+# most-recently-used and eviction takes the least-recently-used slot while the
+# capacity is always >= 2 (or == n_samples when n_samples < 2).  After
+#
+#     p = kc.row_ptr(i); q = kc.row_ptr(j)
+#
+# both p and q are valid; a third call ``kc.row_ptr(k)`` may invalidate p (but
+# never q).  Rows are read-only: never write through the returned pointer.
+# For the precomputed kernel (code 5) every pointer stays valid for the life
+# of the cache (rows point into the user's Gram matrix).
+#
+# Preconditions (not checked, for speed): 0 <= i < n_samples.  The cache is
+# not thread-safe: do not call row_ptr on one cache from several threads.
+
+cdef class KernelCache:
+    # Public, read-only from Python.
+    cdef readonly Py_ssize_t n_samples
+    cdef readonly Py_ssize_t n_features
+    cdef readonly Py_ssize_t capacity
+    cdef readonly int kernel_code
+    cdef readonly double gamma
+    cdef readonly double degree
+    cdef readonly double coef0
+    cdef readonly long long n_kernel_evaluations
+    cdef readonly long long n_hits
+    cdef readonly long long n_misses
+
+    # Training data (exactly one of the three representations is used).
+    cdef bint _sparse
+    cdef bint _precomputed
+    cdef const double[:, ::1] _X          # dense (m, d), or (m, m) Gram if precomputed
+    cdef const double[::1] _data          # CSR data
+    cdef const Py_ssize_t[::1] _indices   # CSR column indices (converted to intp)
+    cdef const Py_ssize_t[::1] _indptr    # CSR row pointers (converted to intp)
+    cdef object _owner                    # keeps the (converted) input alive
+
+    # Per-sample precomputations (length m) and sparse scatter buffer (length d).
+    cdef double* _sqnorm                  # ||x_i||_2^2
+    cdef double* _l1norm                  # ||x_i||_1 (sparse laplace only)
+    cdef double* _diag                    # k(x_i, x_i)
+    cdef double* _work                    # dense copy of x_i (sparse only)
+
+    # Row storage and LRU bookkeeping.
+    cdef double* _buffer                  # capacity * m doubles, slot s at _buffer + s*m
+    cdef Py_ssize_t* _slot_of_row         # m entries, -1 when row absent
+    cdef Py_ssize_t* _row_of_slot         # capacity entries
+    cdef Py_ssize_t* _prev                # doubly linked list over slots,
+    cdef Py_ssize_t* _next                #   head = most recently used
+    cdef Py_ssize_t _head
+    cdef Py_ssize_t _tail                 # least recently used slot
+    cdef Py_ssize_t _n_used               # slots handed out so far
+
+    # C API.
+    cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil
+    cdef double diag(self, Py_ssize_t i) noexcept nogil
+
+    # Internals.
+    cdef _free_all(self)
+    cdef void _precompute_norms(self) noexcept nogil
+    cdef Py_ssize_t _check_index(self, i) except -1
+    cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil
+    cdef void _compute_row_dense(self, Py_ssize_t i, double* out) noexcept nogil
+    cdef void _compute_row_sparse(self, Py_ssize_t i, double* out) noexcept nogil
+    cdef void _transform(self, Py_ssize_t i, double* out) noexcept nogil
+    cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil
+    cdef void _unlink(self, Py_ssize_t slot) noexcept nogil

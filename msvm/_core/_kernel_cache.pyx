@@ -1,0 +1,608 @@
+"""LRU cache of rows of the training Gram matrix.
+
+Every decomposition solver of msvm (S2DO, online, Frank-Wolfe) touches the
+Gram matrix ``K[i, j] = k(x_i, x_j)`` one row at a time, and the same few
+rows again and again (the working set).  Forming ``K`` costs O(m^2) memory,
+which is out of reach for m = 60 000; recomputing a row costs O(m d).  This
+module keeps as many rows as a memory budget allows and recomputes the rest.
+
+Layout
+------
+* ``_buffer``: one contiguous block of ``capacity * m`` doubles, allocated
+  once with ``malloc``.  Slot ``s`` is the row stored at ``_buffer + s*m``.
+  One block (instead of one allocation per row) means no allocator traffic in
+  the solvers' inner loops and a memory footprint fixed at construction:
+  ``capacity = cache_size_mb * 2**20 // (8 m)``, clamped to ``[2, m]``.
+* ``_slot_of_row`` (m entries): the slot holding row ``i``, or -1.  This makes
+  the hit test a single O(1) array read, with no hashing.
+* ``_row_of_slot``, ``_prev``, ``_next`` (capacity entries): a doubly linked
+  list of the occupied slots ordered by recency (``_head`` = most recently
+  used, ``_tail`` = least recently used).  A hit unlinks its slot and pushes
+  it at the head in O(1); a miss takes a never-used slot while there is one,
+  otherwise evicts ``_tail``, in O(1).
+
+Because a requested row is moved to the head and eviction takes the tail, the
+row returned by the previous call is never evicted by the current one as long
+as ``capacity >= 2``: the two most recently returned row pointers are always
+valid together (see ``_kernel_cache.pxd``).
+
+Precomputed kernels (code 5) serve rows directly from the user's (m, m) Gram
+matrix: no buffer, no eviction; every request counts as a hit.
+
+Row computation
+---------------
+* dense X: one ``dgemv`` gives all inner products ``<x_j, x_i>`` (X is
+  row-major (m, d), i.e. a column-major (d, m) matrix, so the call uses
+  ``trans='T'``), followed by the kernel's elementwise transform.  Laplace
+  needs L1 distances, computed by an explicit loop over features.
+* CSR X: ``x_i`` is scattered once into a dense work vector of length d, then
+  one pass over the non-zeros of every row j gives ``<x_j, x_i>``; for
+  Laplace ``||x_i - x_j||_1 = ||x_i||_1 + sum_{k in nz(x_j)} (|x_jk - x_ik| -
+  |x_ik|)`` with precomputed L1 norms.
+
+The diagonal entry ``K[i, i]`` of every computed row is overwritten by the
+precomputed ``diag(i)`` so that both sources agree bit for bit (1 exactly for
+rbf and laplace).
+"""
+
+from libc.math cimport exp, fabs, pow, tanh
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
+from scipy.linalg.cython_blas cimport ddot, dgemv
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["KernelCache", "KERNEL_NAMES"]
+
+cdef enum:
+    LINEAR = 0
+    POLY = 1
+    RBF = 2
+    LAPLACE = 3
+    SIGMOID = 4
+    PRECOMPUTED = 5
+
+#: Kernel code -> name (same codes as ``msvm.kernels.KERNEL_CODES``).
+KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5: "precomputed"}
+
+cdef double _BYTES_PER_MB = 1048576.0   # 2**20
+cdef long long _LLONG_SAFE = 1LL << 62
+
+
+cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb) noexcept nogil:
+    """Number of rows of length m that fit in cache_size_mb MB, clamped to [2, m].
+
+    64-bit integer arithmetic: bytes = floor(cache_size_mb * 2**20) as a long
+    long, rows = bytes // (8 m).  A budget beyond 2**62 bytes is "everything".
+    """
+    cdef double budget = cache_size_mb * _BYTES_PER_MB
+    cdef long long nbytes, row_bytes, rows
+    if m <= 0:
+        return 0
+    if budget >= <double> _LLONG_SAFE:
+        return m
+    nbytes = <long long> budget
+    row_bytes = (<long long> m) * 8
+    rows = nbytes // row_bytes
+    if rows < 2:
+        rows = 2
+    if rows > m:
+        rows = m
+    return <Py_ssize_t> rows
+
+
+cdef void* _xmalloc(size_t n) except NULL:
+    cdef void* p = malloc(n if n > 0 else 1)
+    if p == NULL:
+        raise MemoryError(f"KernelCache could not allocate {n} bytes.")
+    return p
+
+
+cdef class KernelCache:
+    """LRU cache of Gram-matrix rows for one kernel and one training set.
+
+    Parameters
+    ----------
+    X : ndarray of shape (m, d), CSR matrix of shape (m, d), or ndarray (m, m)
+        Training points; for ``kernel_code == 5`` (precomputed) the training
+        Gram matrix itself.  Dense input is converted to C-contiguous float64
+        (no copy when it already is); sparse input to canonical CSR float64
+        (sorted, no duplicates).  A precomputed Gram matrix is served
+        directly, without copy, when it is already C-contiguous float64.
+    kernel_code : int
+        0 linear ⟨x, x'⟩, 1 poly (γ⟨x, x'⟩ + coef0)^degree, 2 rbf
+        exp(−γ‖x − x'‖²), 3 laplace exp(−γ‖x − x'‖₁), 4 sigmoid
+        tanh(γ⟨x, x'⟩ + coef0), 5 precomputed (scikit-learn's conventions; see
+        :mod:`msvm.kernels`).
+    gamma, degree, coef0 : float
+        Kernel parameters (ignored where the kernel does not use them).
+    cache_size_mb : float
+        Memory budget for cached rows in MB (2**20 bytes), > 0.  The capacity
+        is ``rows_for_budget(m, cache_size_mb)`` rows.
+
+    Attributes
+    ----------
+    n_samples : int
+        m, the number of training points (length of every row).
+    n_features : int
+        d (m for precomputed).
+    capacity : int
+        Number of rows the cache holds (m for precomputed).
+    n_kernel_evaluations : int
+        Kernel values computed so far (m per computed row; 0 for precomputed).
+    n_hits, n_misses : int
+        Row requests served from the cache / computed.
+
+    Notes
+    -----
+    The C API (``row_ptr``, ``diag``) is declared in ``_kernel_cache.pxd``,
+    together with the pointer-validity guarantee: the two most recently
+    returned row pointers are always valid.  The object is not thread-safe.
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self._buffer = NULL
+        self._slot_of_row = NULL
+        self._row_of_slot = NULL
+        self._prev = NULL
+        self._next = NULL
+        self._sqnorm = NULL
+        self._l1norm = NULL
+        self._diag = NULL
+        self._work = NULL
+
+    def __dealloc__(self):
+        self._free_all()
+
+    cdef _free_all(self):
+        free(self._buffer)
+        free(self._slot_of_row)
+        free(self._row_of_slot)
+        free(self._prev)
+        free(self._next)
+        free(self._sqnorm)
+        free(self._l1norm)
+        free(self._diag)
+        free(self._work)
+        self._buffer = NULL
+        self._slot_of_row = NULL
+        self._row_of_slot = NULL
+        self._prev = NULL
+        self._next = NULL
+        self._sqnorm = NULL
+        self._l1norm = NULL
+        self._diag = NULL
+        self._work = NULL
+
+    def __init__(self, X, int kernel_code, double gamma, double degree, double coef0,
+                 double cache_size_mb):
+        if kernel_code not in KERNEL_NAMES:
+            raise ValueError(
+                f"Unknown kernel code {kernel_code}; expected one of "
+                + ", ".join(f"{c} ({n})" for c, n in KERNEL_NAMES.items()) + "."
+            )
+        if not cache_size_mb > 0:
+            raise ValueError(f"cache_size_mb must be a positive number, got {cache_size_mb!r}.")
+        self._free_all()   # in case __init__ is called twice
+        self.kernel_code = kernel_code
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self._precomputed = kernel_code == PRECOMPUTED
+        self._sparse = False
+        self.n_kernel_evaluations = 0
+        self.n_hits = 0
+        self.n_misses = 0
+
+        if self._precomputed:
+            if sp.issparse(X):
+                X = X.toarray()
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            if X.ndim != 2 or X.shape[0] != X.shape[1]:
+                raise ValueError(
+                    f"A precomputed kernel needs a square (m, m) Gram matrix, got shape "
+                    f"{X.shape}."
+                )
+        elif sp.issparse(X):
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-dimensional, got shape {X.shape}.")
+            X = sp.csr_matrix(X, dtype=np.float64)
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()   # also sorts indices
+            self._sparse = True
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-dimensional, got shape {X.shape}.")
+        if X.shape[0] < 1:
+            raise ValueError("X must contain at least one sample.")
+
+        self._owner = X
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1]
+        if self._sparse:
+            self._data = X.data
+            self._indices = np.asarray(X.indices, dtype=np.intp)
+            self._indptr = np.asarray(X.indptr, dtype=np.intp)
+        else:
+            self._X = X
+
+        cdef Py_ssize_t m = self.n_samples
+        cdef Py_ssize_t d = self.n_features
+        cdef Py_ssize_t i
+        self._diag = <double*> _xmalloc(m * sizeof(double))
+
+        if self._precomputed:
+            # Rows live in the user's matrix: no buffer, no LRU bookkeeping.
+            self.capacity = m
+            for i in range(m):
+                self._diag[i] = self._X[i, i]
+            return
+
+        self.capacity = _rows_for_budget(m, cache_size_mb)
+        self._sqnorm = <double*> _xmalloc(m * sizeof(double))
+        if self._sparse:
+            self._work = <double*> _xmalloc(d * sizeof(double))
+            memset(self._work, 0, d * sizeof(double))
+            if kernel_code == LAPLACE:
+                self._l1norm = <double*> _xmalloc(m * sizeof(double))
+        self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
+        self._slot_of_row = <Py_ssize_t*> _xmalloc(m * sizeof(Py_ssize_t))
+        self._row_of_slot = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
+        self._prev = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
+        self._next = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
+        for i in range(m):
+            self._slot_of_row[i] = -1
+        self._head = -1
+        self._tail = -1
+        self._n_used = 0
+
+        with nogil:
+            self._precompute_norms()
+
+    cdef void _precompute_norms(self) noexcept nogil:
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features
+        cdef Py_ssize_t i, p
+        cdef int n, one = 1
+        cdef double s, t, v
+        cdef double g = self.gamma, c0 = self.coef0, deg = self.degree
+        cdef double* xi
+        for i in range(m):
+            if self._sparse:
+                s = 0.0
+                t = 0.0
+                for p in range(self._indptr[i], self._indptr[i + 1]):
+                    v = self._data[p]
+                    s = s + v * v
+                    t = t + fabs(v)
+                self._sqnorm[i] = s
+                if self._l1norm != NULL:
+                    self._l1norm[i] = t
+            elif d > 0:
+                n = <int> d
+                xi = <double*> &self._X[i, 0]
+                self._sqnorm[i] = ddot(&n, xi, &one, xi, &one)
+            else:
+                self._sqnorm[i] = 0.0
+            s = self._sqnorm[i]
+            if self.kernel_code == LINEAR:
+                self._diag[i] = s
+            elif self.kernel_code == POLY:
+                self._diag[i] = pow(g * s + c0, deg)
+            elif self.kernel_code == SIGMOID:
+                self._diag[i] = tanh(g * s + c0)
+            else:   # rbf, laplace
+                self._diag[i] = 1.0
+
+    # ------------------------------------------------------------------ C API
+
+    cdef double diag(self, Py_ssize_t i) noexcept nogil:
+        return self._diag[i]
+
+    cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil:
+        cdef Py_ssize_t slot, old
+        cdef Py_ssize_t m = self.n_samples
+        if self._precomputed:
+            self.n_hits += 1
+            return &self._X[i, 0]
+        slot = self._slot_of_row[i]
+        if slot >= 0:
+            self.n_hits += 1
+            if slot != self._head:
+                self._unlink(slot)
+                self._move_to_front(slot)
+            return self._buffer + slot * m
+        self.n_misses += 1
+        if self._n_used < self.capacity:
+            slot = self._n_used
+            self._n_used += 1
+        else:
+            slot = self._tail             # least recently used
+            old = self._row_of_slot[slot]
+            self._slot_of_row[old] = -1
+            self._unlink(slot)
+        self._compute_row(i, self._buffer + slot * m)
+        self.n_kernel_evaluations += m
+        self._row_of_slot[slot] = i
+        self._slot_of_row[i] = slot
+        self._move_to_front(slot)
+        return self._buffer + slot * m
+
+    # ----------------------------------------------------------- LRU list ops
+
+    cdef void _unlink(self, Py_ssize_t slot) noexcept nogil:
+        cdef Py_ssize_t p = self._prev[slot], n = self._next[slot]
+        if p >= 0:
+            self._next[p] = n
+        else:
+            self._head = n
+        if n >= 0:
+            self._prev[n] = p
+        else:
+            self._tail = p
+
+    cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil:
+        """Link an unlinked slot at the head (most recently used)."""
+        self._prev[slot] = -1
+        self._next[slot] = self._head
+        if self._head >= 0:
+            self._prev[self._head] = slot
+        self._head = slot
+        if self._tail < 0:
+            self._tail = slot
+
+    # -------------------------------------------------------- row computation
+
+    cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil:
+        if self._sparse:
+            self._compute_row_sparse(i, out)
+        else:
+            self._compute_row_dense(i, out)
+        self._transform(i, out)
+
+    cdef void _compute_row_dense(self, Py_ssize_t i, double* out) noexcept nogil:
+        """out[j] = <x_j, x_i> (or ||x_j - x_i||_1 for laplace)."""
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features
+        cdef Py_ssize_t j, k
+        cdef int n_rows, n_cols, lda, one = 1
+        cdef double alpha = 1.0, beta = 0.0, s
+        cdef char trans = b'T'
+        cdef const double* X
+        cdef const double* xi
+        cdef const double* xj
+        if d == 0:
+            memset(out, 0, m * sizeof(double))
+            return
+        X = &self._X[0, 0]
+        xi = X + i * d
+        if self.kernel_code == LAPLACE:
+            for j in range(m):
+                xj = X + j * d
+                s = 0.0
+                for k in range(d):
+                    s = s + fabs(xj[k] - xi[k])
+                out[j] = s
+            return
+        # Row-major (m, d) X is column-major A = X^T of shape (d, m), lda = d;
+        # out = A^T x_i = X x_i.
+        n_rows = <int> d
+        n_cols = <int> m
+        lda = <int> d
+        dgemv(&trans, &n_rows, &n_cols, &alpha, <double*> X, &lda, <double*> xi, &one,
+              &beta, out, &one)
+
+    cdef void _compute_row_sparse(self, Py_ssize_t i, double* out) noexcept nogil:
+        """Same as _compute_row_dense for CSR X, through a scattered copy of x_i."""
+        cdef Py_ssize_t m = self.n_samples
+        cdef Py_ssize_t j, p, start = self._indptr[i], stop = self._indptr[i + 1]
+        cdef double s, v
+        cdef double* w = self._work
+        cdef const double* data = &self._data[0] if self._data.shape[0] > 0 else NULL
+        cdef const Py_ssize_t* ind = &self._indices[0] if self._indices.shape[0] > 0 else NULL
+        cdef const Py_ssize_t* ptr = &self._indptr[0]
+        for p in range(start, stop):
+            w[ind[p]] = data[p]
+        if self.kernel_code == LAPLACE:
+            for j in range(m):
+                s = self._l1norm[i]
+                for p in range(ptr[j], ptr[j + 1]):
+                    v = w[ind[p]]
+                    s = s + (fabs(data[p] - v) - fabs(v))
+                out[j] = s
+        else:
+            for j in range(m):
+                s = 0.0
+                for p in range(ptr[j], ptr[j + 1]):
+                    s = s + data[p] * w[ind[p]]
+                out[j] = s
+        for p in range(start, stop):
+            w[ind[p]] = 0.0
+
+    cdef void _transform(self, Py_ssize_t i, double* out) noexcept nogil:
+        """Turn inner products (L1 distances for laplace) into kernel values."""
+        cdef Py_ssize_t m = self.n_samples, j
+        cdef double g = self.gamma, c0 = self.coef0, deg = self.degree
+        cdef double ni, dist
+        cdef int code = self.kernel_code
+        if code == POLY:
+            for j in range(m):
+                out[j] = pow(g * out[j] + c0, deg)
+        elif code == RBF:
+            ni = self._sqnorm[i]
+            for j in range(m):
+                dist = ni + self._sqnorm[j] - 2.0 * out[j]
+                if dist < 0.0:
+                    dist = 0.0
+                out[j] = exp(-g * dist)
+        elif code == LAPLACE:
+            for j in range(m):
+                dist = out[j]
+                if dist < 0.0:
+                    dist = 0.0
+                out[j] = exp(-g * dist)
+        elif code == SIGMOID:
+            for j in range(m):
+                out[j] = tanh(g * out[j] + c0)
+        out[i] = self._diag[i]
+
+    # ------------------------------------------------------------- Python API
+
+    cdef Py_ssize_t _check_index(self, i) except -1:
+        cdef Py_ssize_t k
+        try:
+            k = i.__index__()
+        except (AttributeError, TypeError):
+            raise TypeError(f"Row index must be an integer, got {type(i).__name__}.") from None
+        if k < 0 or k >= self.n_samples:
+            raise IndexError(f"Row index {k} out of range for {self.n_samples} samples.")
+        return k
+
+    def row(self, i):
+        """Row ``i`` of the Gram matrix, as a new array.
+
+        Parameters
+        ----------
+        i : int
+            Row index, ``0 <= i < n_samples``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            A copy of ``K[i, :]`` (the request updates the LRU order and the
+            hit/miss counters like ``row_ptr``).
+        """
+        cdef Py_ssize_t k = self._check_index(i)
+        cdef Py_ssize_t m = self.n_samples
+        out = np.empty(m, dtype=np.float64)
+        cdef double[::1] o = out
+        cdef const double* src
+        with nogil:
+            src = self.row_ptr(k)
+            memcpy(&o[0], src, m * sizeof(double))
+        return out
+
+    def rows(self, indices):
+        """Several rows of the Gram matrix, requested in the given order.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (k,)
+            Row indices, each ``0 <= i < n_samples``.
+
+        Returns
+        -------
+        ndarray of shape (k, n_samples)
+            ``K[indices, :]`` (a copy).
+        """
+        idx = np.asarray(indices)
+        if idx.ndim != 1:
+            raise ValueError(f"indices must be 1-dimensional, got shape {idx.shape}.")
+        if idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"indices must be integers, got dtype {idx.dtype}.")
+        idx = idx.astype(np.intp, copy=False)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_samples):
+            raise IndexError(f"Row indices out of range for {self.n_samples} samples.")
+        cdef Py_ssize_t m = self.n_samples, r, n_req = idx.shape[0]
+        cdef const Py_ssize_t[::1] ix = np.ascontiguousarray(idx)
+        out = np.empty((n_req, m), dtype=np.float64)
+        if n_req == 0:
+            return out
+        cdef double[:, ::1] o = out
+        cdef const double* src
+        with nogil:
+            for r in range(n_req):
+                src = self.row_ptr(ix[r])
+                memcpy(&o[r, 0], src, m * sizeof(double))
+        return out
+
+    def diagonal(self):
+        """k(x_i, x_i) for every training point.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            A copy of the diagonal computed at construction.
+        """
+        cdef Py_ssize_t m = self.n_samples
+        out = np.empty(m, dtype=np.float64)
+        cdef double[::1] o = out
+        memcpy(&o[0], self._diag, m * sizeof(double))
+        return out
+
+    def reset_stats(self):
+        """Set ``n_kernel_evaluations``, ``n_hits`` and ``n_misses`` to 0 (rows stay cached)."""
+        self.n_kernel_evaluations = 0
+        self.n_hits = 0
+        self.n_misses = 0
+
+    @property
+    def hit_rate(self):
+        """Fraction of row requests served without computation (0.0 before any request)."""
+        cdef long long total = self.n_hits + self.n_misses
+        return (<double> self.n_hits) / total if total > 0 else 0.0
+
+    @property
+    def nbytes(self):
+        """Bytes of the row buffer (``capacity * n_samples * 8``; 0 for precomputed)."""
+        if self._precomputed:
+            return 0
+        return int(self.capacity) * int(self.n_samples) * 8
+
+    @property
+    def n_cached(self):
+        """Number of rows currently held (``n_samples`` for precomputed)."""
+        return self.n_samples if self._precomputed else self._n_used
+
+    def cached_rows(self):
+        """Indices of the rows currently held, most recently used first.
+
+        Returns
+        -------
+        list of int
+            Empty for a precomputed kernel (its rows are not cached but served
+            from the Gram matrix).
+        """
+        out = []
+        if self._precomputed:
+            return out
+        cdef Py_ssize_t s = self._head
+        while s >= 0:
+            out.append(self._row_of_slot[s])
+            s = self._next[s]
+        return out
+
+    @staticmethod
+    def rows_for_budget(m, cache_size_mb):
+        """Capacity in rows of a cache of ``cache_size_mb`` MB for m samples.
+
+        ``floor(cache_size_mb * 2**20) // (8 m)`` in 64-bit integer
+        arithmetic, clamped to ``[2, m]`` (``m`` when ``m < 2``).
+
+        Parameters
+        ----------
+        m : int
+            Number of samples (row length), >= 1.
+        cache_size_mb : float
+            Budget in MB (2**20 bytes), > 0.
+
+        Returns
+        -------
+        int
+        """
+        if m < 1:
+            raise ValueError(f"m must be >= 1, got {m!r}.")
+        if not cache_size_mb > 0:
+            raise ValueError(f"cache_size_mb must be a positive number, got {cache_size_mb!r}.")
+        return _rows_for_budget(<Py_ssize_t> m, <double> cache_size_mb)
+
+    def __repr__(self):
+        kind = "precomputed" if self._precomputed else ("csr" if self._sparse else "dense")
+        return (
+            f"KernelCache({KERNEL_NAMES[self.kernel_code]}, {kind}, n_samples={self.n_samples}, "
+            f"capacity={self.capacity}, hits={self.n_hits}, misses={self.n_misses})"
+        )
+
+    def __reduce__(self):
+        raise TypeError("KernelCache cannot be pickled; rebuild it from the kernel instead.")

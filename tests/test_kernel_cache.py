@@ -1,0 +1,306 @@
+"""Tests of the compiled Gram-row LRU cache (msvm._core._kernel_cache)."""
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import pairwise_kernels
+
+# Imported through the package: ruff resolves module files to classify imports
+# and a compiled module has no .py file, so ``from msvm._core._kernel_cache
+# import ...`` would be sorted as third-party.
+from msvm._core import _kernel_cache
+
+KernelCache = _kernel_cache.KernelCache
+
+LINEAR, POLY, RBF, LAPLACE, SIGMOID, PRECOMPUTED = range(6)
+
+# code -> (sklearn metric, sklearn kwargs, KernelCache (gamma, degree, coef0))
+KERNELS = {
+    LINEAR: ("linear", {}, (0.0, 0.0, 0.0)),
+    POLY: ("polynomial", {"gamma": 0.3, "degree": 3, "coef0": 0.7}, (0.3, 3.0, 0.7)),
+    RBF: ("rbf", {"gamma": 0.4}, (0.4, 0.0, 0.0)),
+    LAPLACE: ("laplacian", {"gamma": 0.25}, (0.25, 0.0, 0.0)),
+    SIGMOID: ("sigmoid", {"gamma": 0.05, "coef0": -0.2}, (0.05, 0.0, -0.2)),
+}
+RTOL = ATOL = 1e-12
+
+
+def _mb_for_rows(m, rows):
+    """A cache size in MB that holds exactly ``rows`` rows of length m."""
+    return (rows + 0.5) * m * 8 / 2**20
+
+
+def _dense(m=40, d=6, seed=0):
+    return np.random.default_rng(seed).normal(size=(m, d))
+
+
+def _csr_with_empty_rows(m=40, d=12, seed=1):
+    rng = np.random.default_rng(seed)
+    X = sp.random(m, d, density=0.3, format="csr", random_state=rng, dtype=np.float64)
+    X = X.tolil()
+    X[3, :] = 0.0
+    X[17, :] = 0.0
+    X[m - 1, :] = 0.0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    X.sort_indices()
+    assert X.indptr[4] == X.indptr[3] and X.indptr[m] == X.indptr[m - 1]
+    return X
+
+
+def _make(X, code, cache_mb=64.0):
+    g, deg, c0 = KERNELS[code][2]
+    return KernelCache(X, code, g, deg, c0, cache_mb)
+
+
+def _reference(X, code):
+    metric, kw, _ = KERNELS[code]
+    return np.asarray(pairwise_kernels(X, metric=metric, **kw))
+
+
+# --------------------------------------------------------------- correctness
+
+
+@pytest.mark.parametrize("code", list(KERNELS))
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_rows_match_sklearn(code, kind):
+    X = _dense() if kind == "dense" else _csr_with_empty_rows()
+    K = _reference(X, code)
+    kc = _make(X, code)
+    m = X.shape[0]
+    assert kc.n_samples == m and kc.capacity == m
+    for i in range(m):
+        np.testing.assert_allclose(kc.row(i), K[i], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(kc.rows(np.arange(m)[::-1]), K[::-1], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(kc.diagonal(), np.diag(K), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("code", list(KERNELS))
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_rows_match_sklearn_under_eviction(code, kind):
+    """With a 3-row cache every row is recomputed many times; values stay exact."""
+    X = _dense(m=30) if kind == "dense" else _csr_with_empty_rows(m=30)
+    K = _reference(X, code)
+    kc = _make(X, code, _mb_for_rows(30, 3))
+    assert kc.capacity == 3
+    order = np.random.default_rng(2).integers(0, 30, size=200)
+    got = kc.rows(order)
+    np.testing.assert_allclose(got, K[order], rtol=RTOL, atol=ATOL)
+    assert kc.n_misses > 30  # rows really were evicted and recomputed
+    assert kc.n_hits + kc.n_misses == 200
+
+
+def test_csr_canonicalised_and_int64_indices():
+    """Unsorted indices, duplicates and int64 index arrays give the same rows."""
+    X = _csr_with_empty_rows()
+    ref = _reference(X, RBF)
+    coo = X.tocoo()
+    # split every value into two duplicate entries, in reversed order
+    rows = np.concatenate([coo.row, coo.row])[::-1]
+    cols = np.concatenate([coo.col, coo.col])[::-1]
+    vals = np.concatenate([0.25 * coo.data, 0.75 * coo.data])[::-1]
+    messy = sp.csr_matrix((vals, (rows, cols)), shape=X.shape)
+    messy.has_canonical_format = False
+    for Y in (
+        messy,
+        sp.csr_matrix(
+            (X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)), shape=X.shape
+        ),
+    ):
+        kc = _make(Y, RBF)
+        np.testing.assert_allclose(kc.rows(np.arange(X.shape[0])), ref, rtol=RTOL, atol=ATOL)
+
+
+def test_dense_conversion_of_dtype_and_layout():
+    X = _dense()
+    ref = _reference(X, POLY)
+    kc = _make(np.asfortranarray(X), POLY)
+    np.testing.assert_allclose(kc.rows(np.arange(40)), ref, rtol=RTOL, atol=ATOL)
+    X32 = X.astype(np.float32)
+    kc32 = _make(X32, LINEAR)
+    np.testing.assert_allclose(
+        kc32.row(5), _reference(X32.astype(np.float64), LINEAR)[5], rtol=RTOL, atol=ATOL
+    )
+
+
+def test_diagonal_entry_equals_diag():
+    """K[i, i] in a computed row is exactly diag(i) (1 for rbf and laplace)."""
+    X = _dense()
+    for code in KERNELS:
+        kc = _make(X, code)
+        d = kc.diagonal()
+        for i in (0, 7, 39):
+            assert kc.row(i)[i] == d[i]
+        if code in (RBF, LAPLACE):
+            assert np.all(d == 1.0)
+
+
+def test_precomputed_rows_served_from_matrix():
+    X = _dense()
+    K = _reference(X, RBF) + np.diag(np.arange(40.0))  # distinct diagonal
+    kc = KernelCache(K, PRECOMPUTED, 0.0, 0.0, 0.0, 0.001)
+    assert kc.capacity == 40 and kc.nbytes == 0
+    np.testing.assert_array_equal(kc.rows([3, 1, 3, 39]), K[[3, 1, 3, 39]])
+    np.testing.assert_array_equal(kc.row(0), K[0])
+    np.testing.assert_array_equal(kc.diagonal(), np.diag(K))
+    assert kc.n_hits == 5 and kc.n_misses == 0 and kc.n_kernel_evaluations == 0
+    assert kc.hit_rate == 1.0
+    # rows are read from the user's matrix (no copy at construction)
+    K[2, 5] = -123.0
+    assert kc.row(2)[5] == -123.0
+
+
+def test_zero_features():
+    X = np.zeros((5, 0))
+    np.testing.assert_array_equal(_make(X, LINEAR).rows(range(5)), np.zeros((5, 5)))
+    np.testing.assert_array_equal(_make(X, RBF).rows(range(5)), np.ones((5, 5)))
+    Xs = sp.csr_matrix((5, 0))
+    np.testing.assert_array_equal(_make(Xs, LAPLACE).rows(range(5)), np.ones((5, 5)))
+
+
+# ------------------------------------------------------------- LRU semantics
+
+
+def test_lru_sequence_capacity_three():
+    m = 20
+    X = _dense(m=m)
+    kc = _make(X, RBF, _mb_for_rows(m, 3))
+    assert kc.capacity == 3
+    assert kc.nbytes == 3 * m * 8
+
+    def request(i, expect_hit):
+        hits, misses = kc.n_hits, kc.n_misses
+        kc.row(i)
+        assert (kc.n_hits - hits, kc.n_misses - misses) == ((1, 0) if expect_hit else (0, 1))
+
+    request(0, False)
+    request(1, False)
+    request(2, False)
+    assert kc.cached_rows() == [2, 1, 0]
+    request(0, True)  # 0 becomes most recently used
+    assert kc.cached_rows() == [0, 2, 1]
+    request(3, False)  # evicts 1, the least recently used
+    assert kc.cached_rows() == [3, 0, 2]
+    request(1, False)  # 1 was evicted: recomputed, evicts 2
+    assert kc.cached_rows() == [1, 3, 0]
+    request(0, True)
+    request(2, False)  # evicts 3
+    assert kc.cached_rows() == [2, 0, 1]
+    request(1, True)
+    request(0, True)
+    assert (kc.n_hits, kc.n_misses) == (4, 6)
+    assert kc.n_kernel_evaluations == 6 * m
+    assert kc.hit_rate == pytest.approx(0.4)
+
+    kc.reset_stats()
+    assert (kc.n_hits, kc.n_misses, kc.n_kernel_evaluations) == (0, 0, 0)
+    assert kc.hit_rate == 0.0
+    assert kc.cached_rows() == [0, 1, 2]  # reset_stats keeps the cached rows
+    request(2, True)
+
+
+@pytest.mark.parametrize("capacity", [2, 3, 5])
+def test_lru_matches_reference_model(capacity):
+    """Random request stream against a pure-Python LRU model (OrderedDict)."""
+    m = 12
+    kc = _make(_dense(m=m), LAPLACE, _mb_for_rows(m, capacity))
+    assert kc.capacity == capacity
+    model = OrderedDict()
+    hits = misses = 0
+    for i in np.random.default_rng(capacity).integers(0, m, size=300):
+        i = int(i)
+        if i in model:
+            hits += 1
+            model.move_to_end(i)
+        else:
+            misses += 1
+            if len(model) == capacity:
+                model.popitem(last=False)
+            model[i] = None
+        kc.row(i)
+        assert kc.cached_rows() == list(reversed(model))
+    assert (kc.n_hits, kc.n_misses, kc.n_kernel_evaluations) == (hits, misses, misses * m)
+    assert 0 < hits < 300
+
+
+def test_two_most_recent_rows_never_evicted_by_next_call():
+    """Capacity 2: alternating two rows never misses after they are loaded."""
+    m = 10
+    kc = _make(_dense(m=m), LINEAR, 1e-9)
+    assert kc.capacity == 2
+    kc.rows([4, 7] * 10)
+    assert (kc.n_misses, kc.n_hits) == (2, 18)
+    kc.row(1)  # evicts 4, keeps 7 (previous request)
+    assert kc.cached_rows() == [1, 7]
+
+
+def test_capacity_clamps():
+    X = _dense(m=50)
+    assert _make(X, RBF, 1e-12).capacity == 2
+    assert _make(X, RBF, 1e6).capacity == 50
+    assert _make(X, RBF, math.inf).capacity == 50
+    assert _make(X[:1], RBF, 1e-12).capacity == 1  # m = 1: only one row exists
+    kc = _make(X, RBF, _mb_for_rows(50, 7))
+    assert kc.capacity == 7 == KernelCache.rows_for_budget(50, _mb_for_rows(50, 7))
+    assert kc.nbytes == 7 * 50 * 8
+
+
+def test_rows_for_budget_arithmetic():
+    f = KernelCache.rows_for_budget
+    assert f(60000, 2000) == 4369  # 2000 * 2**20 // 480000 = 4369.06
+    assert f(60000, 2000.0) == 2000 * 2**20 // (60000 * 8)
+    # budgets beyond 2**31 and 2**32 bytes (would overflow 32-bit ints)
+    assert f(60000, 4096) == 4096 * 2**20 // 480000 == 8947
+    assert f(60000, 3000) == 3000 * 2**20 // 480000 == 6553
+    assert f(200000, 100_000) == 100_000 * 2**20 // 1_600_000 == 65536
+    assert f(60000, 1e12) == 60000  # clamp to m (rows beyond m are useless)
+    assert f(60000, 1e300) == 60000  # no overflow of the byte count
+    assert f(60000, 0.5) == 2  # 1 row fits in 0.5 MB, clamped to 2
+    assert f(60000, 1e-9) == 2
+    assert f(1, 1000) == 1
+    with pytest.raises(ValueError):
+        f(0, 10)
+    with pytest.raises(ValueError):
+        f(100, 0)
+
+
+# ----------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("code", [-1, 6, 42])
+def test_unknown_kernel_code(code):
+    with pytest.raises(ValueError, match="kernel code"):
+        KernelCache(_dense(), code, 1.0, 3.0, 0.0, 10.0)
+
+
+@pytest.mark.parametrize("size", [0.0, -1.0, math.nan])
+def test_non_positive_cache_size(size):
+    with pytest.raises(ValueError, match="cache_size_mb"):
+        KernelCache(_dense(), RBF, 1.0, 3.0, 0.0, size)
+
+
+def test_non_square_precomputed():
+    with pytest.raises(ValueError, match="square"):
+        KernelCache(np.ones((4, 5)), PRECOMPUTED, 0.0, 0.0, 0.0, 10.0)
+    with pytest.raises(ValueError, match="square"):
+        KernelCache(np.ones(4), PRECOMPUTED, 0.0, 0.0, 0.0, 10.0)
+
+
+def test_bad_shapes_and_indices():
+    with pytest.raises(ValueError, match="2-dimensional"):
+        KernelCache(np.ones(4), RBF, 1.0, 3.0, 0.0, 10.0)
+    with pytest.raises(ValueError, match="at least one sample"):
+        KernelCache(np.ones((0, 3)), RBF, 1.0, 3.0, 0.0, 10.0)
+    kc = _make(_dense(), RBF)
+    with pytest.raises(IndexError):
+        kc.row(40)
+    with pytest.raises(IndexError):
+        kc.row(-1)
+    with pytest.raises(IndexError):
+        kc.rows([0, 40])
+    with pytest.raises(TypeError):
+        kc.row(1.5)
+    assert kc.n_hits + kc.n_misses == 0  # rejected requests touch nothing
