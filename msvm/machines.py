@@ -42,8 +42,8 @@ machine's name, only at these arrays.
 
 Scale conventions.  The rows implement the *original* formulations (DESIGN.md
 §2).  Seed 004 writes WW with target 2 on half margins and seed 002 scales
-its Hessian differently; ``tests/test_machines.py`` checks the conversions,
-and the configurations of BENCHMARKS.md are already given in our units.
+its Hessian differently; the configurations of BENCHMARKS.md are already
+converted to the units used here.
 
 The M-SVM²'s slack penalty.  Seed 001 (arXiv v1) prints the penalty matrix
 as M = δ_kl − 1/Q on the slacks of the Q − 1 wrong classes, but its own dual

@@ -77,7 +77,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     values = np.zeros(qp.n) if x.value is None else _qp.clean(problem, qp, x.value)
     lam = None
     if status != "failed" and polish:
-        values, lam = _qp.polish(problem, qp, values)
+        values, lam, _ = _qp.polish(problem, qp, values)
     if lam is None and equality is not None and equality.dual_value is not None:
         lam = np.atleast_1d(equality.dual_value)  # cvxpy's Lagrangian is f + λᵀ(Eα)
     b = np.zeros(problem.n_classes) if lam is None or not problem.fit_intercept else (

@@ -21,7 +21,16 @@ SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = True
 
 OSQP_EPS = 1e-10
-_ATTEMPTS = ({"rho": 1.0, "adaptive_rho": False}, {}, {"scaling": 0})
+# (eps, settings) tried in turn until one is solved (and, at a looser eps than
+# asked, polished: a polished answer is exact).  Adaptive ρ suits strongly convex
+# duals (M-SVM²) but can stall at eps = 1e-10 on degenerate ones (a bias with a
+# low-rank kernel), where a fixed ρ, or a looser eps followed by polishing, works.
+_ATTEMPTS = (
+    (None, {"max_iter": 10000}),
+    (None, {"rho": 1.0, "adaptive_rho": False}),
+    (1e-8, {"rho": 1.0, "adaptive_rho": False}),
+    (1e-6, {}),
+)
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
@@ -34,7 +43,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tol : float, optional
         eps_abs = eps_rel (default 1e-10).
     max_iter : int, optional
-        ADMM iteration cap per attempt (default 50000).
+        ADMM iteration cap per attempt (default 20000).
     warm_start : DualSolution or ndarray, optional
         Starting α for ADMM.
     verbose : bool
@@ -79,7 +88,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         P = sp.csc_matrix(qp.hessian())
     P = sp.triu(P, format="csc")
     eps = OSQP_EPS if tol is None else tol
-    base = dict(eps_abs=eps, eps_rel=eps, max_iter=int(max_iter or 50000), polishing=True,
+    base = dict(eps_abs=eps, eps_rel=eps, max_iter=20000, polishing=True,
                 polish_refine_iter=10, verbose=verbose, eps_prim_inf=1e-12, eps_dual_inf=1e-12)
     l_all, u_all = np.concatenate(lower), np.concatenate(upper)
     x0 = None
@@ -87,33 +96,43 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         alpha0 = getattr(warm_start, "alpha", warm_start)
         x0 = alpha0[qp.ii, qp.pp]
         x0 = np.concatenate([x0, qp.G @ x0]) if factor_form else x0
-    # At eps = 1e-10 OSQP's adaptive ρ can stall on degenerate SVM duals (seen with
-    # a bias and low-rank kernels); a fixed ρ, then no scaling, converge there.
     res = None
-    for attempt in _ATTEMPTS:
+    for attempt_eps, attempt in _ATTEMPTS:
         opts = {**base, **attempt, **settings}
+        if max_iter is not None:
+            opts["max_iter"] = int(max_iter)
+        if attempt_eps is not None:
+            opts.update(eps_abs=max(attempt_eps, eps), eps_rel=max(attempt_eps, eps))
         solver = osqp.OSQP()
         solver.setup(P=P, q=q, A=A, l=l_all, u=u_all, **opts)
         if x0 is not None:
             solver.warm_start(x=x0)
-        res = solver.solve()
-        if str(res.info.status) == "solved":
+        res = solver.solve(raise_error=False)
+        solved = str(res.info.status) == "solved"
+        polish_status = int(res.info.status_polish)  # 1 success, -1 failed, 0 not run
+        if solved and (polish_status == 1 or (opts["eps_abs"] <= eps and polish_status != -1)):
             break
     status_text = str(res.info.status)
-    polished = int(getattr(res.info, "status_polish", 0)) == 1
-    if status_text == "solved":
+    polished = "osqp" if polish_status == 1 else False
+    if status_text == "solved" and (polished or (opts["eps_abs"] <= eps and polish_status != -1)):
         status = "optimal"
-    elif "inaccurate" in status_text or "maximum iterations" in status_text:
+    elif status_text == "solved" or "inaccurate" in status_text or "maximum iter" in status_text:
         status = "inaccurate"
     else:
         status = "failed"
     x = res.x[:n] if res.x is not None else np.zeros(n)
     x = _qp.clean(problem, qp, np.nan_to_num(x))
-    b = np.zeros(problem.n_classes)
-    if n_eq and res.y is not None:
-        offset = n + qp.S.shape[0]
-        # OSQP's KKT: Px + q + Aᵀy = 0, so the free variables give b = U y_eq.
-        b = problem.equality_basis @ res.y[offset : offset + n_eq]
+    lam = res.y[n + qp.S.shape[0] : n + qp.S.shape[0] + n_eq] if res.y is not None else None
+    if status != "optimal" and res.x is not None:
+        # ADMM stalled before its own polishing could find the active set: finish
+        # with the active-set refinement from its iterate, and certify by KKT.
+        x, polished_lam, residual = _qp.polish(problem, qp, x)
+        if polished_lam is not None:
+            lam, polished = polished_lam, "active-set"
+        if residual <= 1e-9:
+            status = "optimal"
+    # OSQP's KKT: Px + q + Aᵀy = 0, so the free variables give b = U y_eq.
+    b = problem.equality_basis @ lam if n_eq and lam is not None else np.zeros(problem.n_classes)
     return DualSolution(
         alpha=qp.to_alpha(problem, x),
         b=b,

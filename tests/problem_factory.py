@@ -1,0 +1,36 @@
+"""Small seeded classification problems shared by the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.datasets import make_blobs
+
+from msvm.kernels import Kernel
+from msvm.machines import make_machine
+from msvm.problem import DualProblem
+
+MODELS = ("ww", "cs", "llw", "msvm2")
+
+
+def blobs(seed: int, n_classes: int, n_samples: int, spread: float = 2.0):
+    """Gaussian classes in 2-D whose overlap grows with ``spread``."""
+    X, y = make_blobs(n_samples, centers=n_classes, cluster_std=spread, random_state=seed)
+    return X, y
+
+
+def make_problem(model, X, y, kernel="rbf", C=1.0, bias=False, gamma=0.5):
+    """DualProblem for ``model`` on (X, y) with labels already coded 0..Q-1."""
+    Q = int(y.max()) + 1
+    return DualProblem(make_machine(model, Q), y, Kernel(X, kernel, gamma=gamma), C, bias)
+
+
+def generated_cases(n: int = 10):
+    """``n`` seeded (X, y, C) cases with Q in {2, 3, 5} and m between 30 and 90."""
+    cases = []
+    for seed in range(n):
+        Q = (2, 3, 5)[seed % 3]
+        m = 30 + 6 * seed
+        X, y = blobs(seed, Q, m, spread=1.0 + 0.4 * seed)
+        C = (0.1, 1.0, 10.0)[seed % 3]
+        cases.append((f"blobs{seed}-Q{Q}-m{m}-C{C}", X, y, C))
+    return cases
