@@ -221,11 +221,16 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     base = _margins(problem, F_plain, np.zeros(problem.n_classes))  # r at b = 0
     nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)
     if problem.machine.loss == "squared":
-        def f(lam):
-            return _squared_loss(_squared_slacks(np.where(problem.active, base - nu @ lam, -np.inf)))
+        def loss_and_grad(lam):
+            r = np.where(problem.active, base - nu @ lam, -np.inf)
+            xi = _squared_slacks(r)
+            # Envelope theorem: ∂loss/∂r_k is the multiplier 2(ξ_k + Σ ξ) where ξ_k = r_k.
+            mult = np.where(problem.active & (xi <= r), 2 * (xi + xi.sum(1, keepdims=True)), 0.0)
+            return _squared_loss(xi), -np.einsum("ip,ipr->r", mult, nu)
 
-        return U @ minimize(f, np.zeros(U.shape[1]), method="Nelder-Mead",
-                            options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 20000}).x
+        lam = minimize(loss_and_grad, np.zeros(U.shape[1]), jac=True, method="L-BFGS-B",
+                       options={"gtol": 1e-12, "ftol": 1e-15}).x
+        return U @ lam
     import scipy.sparse as sp
 
     ii, pp = problem.flat_index()

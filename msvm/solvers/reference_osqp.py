@@ -44,8 +44,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         eps_abs = eps_rel (default 1e-10).
     max_iter : int, optional
         ADMM iteration cap per attempt (default 20000).
-    warm_start : DualSolution or ndarray, optional
-        Starting α for ADMM.
+    warm_start : ignored
+        A primal-only warm start does not shorten ADMM here (measured), and a
+        reference solver should not depend on where it starts.
     verbose : bool
         Print OSQP's log.
     factor_form : bool, optional
@@ -91,11 +92,6 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     base = dict(eps_abs=eps, eps_rel=eps, max_iter=20000, polishing=True,
                 polish_refine_iter=10, verbose=verbose, eps_prim_inf=1e-12, eps_dual_inf=1e-12)
     l_all, u_all = np.concatenate(lower), np.concatenate(upper)
-    x0 = None
-    if warm_start is not None:
-        alpha0 = getattr(warm_start, "alpha", warm_start)
-        x0 = alpha0[qp.ii, qp.pp]
-        x0 = np.concatenate([x0, qp.G @ x0]) if factor_form else x0
     res = None
     for attempt_eps, attempt in _ATTEMPTS:
         opts = {**base, **attempt, **settings}
@@ -105,8 +101,6 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             opts.update(eps_abs=max(attempt_eps, eps), eps_rel=max(attempt_eps, eps))
         solver = osqp.OSQP()
         solver.setup(P=P, q=q, A=A, l=l_all, u=u_all, **opts)
-        if x0 is not None:
-            solver.warm_start(x=x0)
         res = solver.solve(raise_error=False)
         solved = str(res.info.status) == "solved"
         polish_status = int(res.info.status_polish)  # 1 success, -1 failed, 0 not run

@@ -1,0 +1,126 @@
+"""Diagnostics: weak duality, KKT residuals that detect suboptimality, b, ξ."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from msvm.diagnostics import (
+    _project_capped_simplex,
+    _squared_slacks,
+    bias_from_kkt,
+    diagnose,
+    primal_objective,
+)
+from msvm.solvers import get_solver
+
+from problem_factory import MODELS, blobs, make_problem
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("model", MODELS)
+def test_weak_duality_and_gap_detects_suboptimal_points(model, bias):
+    X, y = blobs(5, 3, 45, spread=2.5)
+    problem = make_problem(model, X, y, C=2.0, bias=bias)
+    optimum = get_solver("osqp").solve(problem).alpha
+    at_optimum = diagnose(problem, optimum)
+    assert abs(at_optimum.relative_gap) <= 1e-8
+    # Scaling α keeps every constraint (homogeneous equalities, box, simplex).
+    for t in (0.0, 0.3, 0.8):
+        d = diagnose(problem, t * optimum)
+        assert d.duality_gap >= -1e-10  # weak duality
+        assert d.dual_objective < at_optimum.dual_objective
+        assert d.duality_gap >= at_optimum.dual_objective - d.dual_objective - 1e-9
+        if t > 0:
+            assert d.kkt_residual > 1e-3
+            assert d.kkt_violation > 1e-3
+
+
+def test_random_feasible_points_never_beat_the_primal():
+    X, y = blobs(2, 4, 40, spread=3.0)
+    rng = np.random.default_rng(1)
+    for model in MODELS:
+        problem = make_problem(model, X, y, C=1.5)
+        for _ in range(5):
+            alpha = rng.uniform(0, 1.5, problem.active.shape) * problem.active
+            if problem.machine.max_loss:
+                alpha *= 1.5 / np.maximum(alpha.sum(axis=1, keepdims=True), 1.5)
+            assert problem.check_feasible(alpha)
+            d = diagnose(problem, alpha)
+            assert d.duality_gap >= -1e-10
+
+
+def test_capped_simplex_projection_matches_a_generic_solver():
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=(20, 5)) * 2
+    member = rng.uniform(size=(20, 5)) < 0.8
+    x = _project_capped_simplex(v, member, 1.0)
+    for row in range(20):
+        idx = np.flatnonzero(member[row])
+        res = minimize(lambda z, r=row, i=idx: np.sum((z - v[r, i]) ** 2), np.zeros(len(idx)),
+                       constraints=[{"type": "ineq", "fun": lambda z: 1.0 - z.sum()}],
+                       bounds=[(0, None)] * len(idx), method="SLSQP", options={"ftol": 1e-14})
+        np.testing.assert_allclose(x[row, idx], res.x, atol=1e-6)
+        assert np.all(x[row, ~member[row]] == 0)
+
+
+def test_squared_slacks_closed_form_matches_a_generic_solver():
+    rng = np.random.default_rng(3)
+    r = rng.normal(size=(15, 4))
+    r[::3, 1] = -np.inf  # an absent slot
+    xi = _squared_slacks(r)
+    for row in range(15):
+        idx = np.flatnonzero(np.isfinite(r[row]))
+        res = minimize(lambda z: np.sum(z**2) + z.sum() ** 2, np.maximum(r[row, idx], 0) + 1,
+                       constraints=[{"type": "ineq", "fun": lambda z, b=r[row, idx]: z - b}],
+                       method="SLSQP", options={"ftol": 1e-14})
+        np.testing.assert_allclose(xi[row, idx], res.x, atol=1e-6)
+
+
+def test_msvm2_gap_closes_with_the_conjugate_penalty_not_the_printed_one():
+    """Seed 001's printed M = δ − 1/Q is not the conjugate of its dual's M/(2C) term."""
+    X, y = blobs(4, 3, 40, spread=2.0)
+    C = 1.0
+    problem = make_problem("msvm2", X, y, C=C)
+    solution = get_solver("osqp").solve(problem)
+    d = diagnose(problem, solution)
+    assert abs(d.relative_gap) < 1e-9
+    # The printed penalty on the same (w, ξ) gives a primal *below* the dual:
+    # impossible for a primal/dual pair, so the printed M cannot be right.
+    Q = problem.n_classes
+    reg = d.primal_objective - C * (np.sum(d.xi**2) + np.sum(d.xi.sum(1) ** 2))
+    printed = reg + C * (np.sum(d.xi**2) - np.sum(d.xi.sum(1) ** 2) / Q)
+    assert printed < d.dual_objective - 1e-3 * abs(d.dual_objective)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_bias_from_kkt_matches_the_solver_multipliers(model):
+    X, y = blobs(6, 3, 50, spread=2.5)
+    problem = make_problem(model, X, y, C=1.0, bias=True)
+    solution = get_solver("osqp").solve(problem)
+    d = diagnose(problem, solution)
+    assert d.b_method == "kkt"
+    np.testing.assert_allclose(d.b, solution.b, atol=1e-7)
+
+
+@pytest.mark.parametrize("model", ["ww", "llw"])
+def test_bias_from_primal_minimises_the_primal_when_kkt_is_silent(model):
+    # A tiny C puts every variable at its bound: no free variable determines b.
+    X, y = blobs(7, 3, 30, spread=4.0)
+    problem = make_problem(model, X, y, C=1e-3, bias=True)
+    alpha = get_solver("osqp").solve(problem).alpha
+    grad = problem.gradient(alpha)
+    b, method = bias_from_kkt(problem, alpha, grad)
+    assert method == "primal"
+    best, _ = primal_objective(problem, alpha, b)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        step = problem.equality_basis @ rng.normal(size=problem.equality_basis.shape[1])
+        assert primal_objective(problem, alpha, b + 1e-2 * step)[0] >= best - 1e-12
+
+
+def test_kkt_violation_is_in_gradient_units():
+    X, y = blobs(8, 3, 30)
+    problem = make_problem("ww", X, y, C=1.0)
+    d = diagnose(problem, problem.zeros())
+    # At α = 0 every gradient is −γ = −1: increasing any variable gains 1 per unit.
+    assert d.kkt_violation == pytest.approx(1.0)

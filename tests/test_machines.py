@@ -1,0 +1,87 @@
+"""The machine table: coefficients, Hessian structure, objective and gradient."""
+
+import numpy as np
+import pytest
+
+from msvm.machines import MACHINES, make_machine
+
+from problem_factory import MODELS, blobs, make_problem
+
+
+def explicit_M(machine):
+    """M(y,p ; y',q) = Σ_c Σ_e ν_{y,p,c} ν_{y',q,e} (δ_ce − s/Q), straight from the definition."""
+    Q = machine.n_classes
+    s = 1.0 if machine.sum_to_zero else 0.0
+    D = np.eye(Q) - s / Q
+    return np.einsum("ypc,ce,zqe->ypzq", machine.nu, D, machine.nu)
+
+
+@pytest.mark.parametrize("Q", [2, 3, 5])
+def test_ww_and_cs_hessian_is_the_published_one(Q):
+    y_i, k, y_j, l = np.meshgrid(*[np.arange(Q)] * 4, indexing="ij")
+    published = ((y_i == y_j).astype(float) - (y_i == l) - (y_j == k) + (k == l))
+    for name in ("ww", "cs"):
+        machine = make_machine(name, Q)
+        active = machine.active[:, :, None, None] & machine.active[None, None, :, :]
+        np.testing.assert_allclose(explicit_M(machine)[active], published[active])
+
+
+@pytest.mark.parametrize("Q", [2, 3, 5])
+def test_llw_hessian_is_delta_minus_one_over_q(Q):
+    for name in ("llw", "msvm2"):
+        machine = make_machine(name, Q)
+        M = explicit_M(machine)
+        active = machine.active[:, :, None, None] & machine.active[None, None, :, :]
+        k = np.arange(Q)[None, :, None, None]
+        l = np.arange(Q)[None, None, None, :]
+        expected = np.broadcast_to((k == l) - 1.0 / Q, M.shape)
+        np.testing.assert_allclose(M[active], expected[active])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_objective_and_gradient_match_the_explicit_quadratic(model):
+    X, y = blobs(3, 3, 25)
+    problem = make_problem(model, X, y, C=0.7)
+    machine = problem.machine
+    K = problem.kernel.gram() + problem.kernel_shift * np.eye(len(y))
+    M = explicit_M(machine)
+    H = np.einsum("ipjq,ij->ipjq", M[y][:, :, y], K)
+    H = H * (problem.active[:, :, None, None] & problem.active[None, None, :, :])
+    rng = np.random.default_rng(0)
+    alpha = rng.uniform(0, 0.7, problem.active.shape) * problem.active
+    n = alpha.size
+    expected_J = 0.5 * alpha.ravel() @ H.reshape(n, n) @ alpha.ravel() - np.sum(
+        problem.targets * alpha)
+    assert problem.objective(alpha) == pytest.approx(expected_J, rel=1e-12)
+    expected_grad = (H.reshape(n, n) @ alpha.ravel()).reshape(alpha.shape) - problem.targets
+    np.testing.assert_allclose(problem.gradient(alpha), expected_grad * problem.active,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_equality_constraints_have_rank_q_minus_one(model):
+    X, y = blobs(1, 4, 40)
+    problem = make_problem(model, X, y, bias=True)
+    assert problem.equality_basis.shape == (4, 3)
+    # b in span(U) is orthogonal to the all-ones direction for every machine of the table.
+    np.testing.assert_allclose(problem.equality_basis.sum(axis=0), 0, atol=1e-12)
+
+
+def test_slack_maps():
+    Q = 4
+    assert make_machine("ww", Q).n_slacks == Q and not make_machine("ww", Q).max_loss
+    assert make_machine("cs", Q).n_slacks == 1 and make_machine("cs", Q).max_loss
+    assert make_machine("msvm2", Q).n_slacks == 0
+    assert make_machine("msvm2", Q).kernel_shift(2.0) == pytest.approx(0.25)
+    assert make_machine("llw", Q).kernel_shift(2.0) == 0.0
+    for name in MACHINES:
+        m = make_machine(name, Q)
+        assert not m.active.diagonal().any()  # no constraint against the own class
+        assert np.all(m.gamma[m.active] > 0)
+
+
+def test_bad_machine_arguments():
+    with pytest.raises(ValueError, match="Unknown model"):
+        make_machine("svm", 3)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        make_machine("ww", 1)
