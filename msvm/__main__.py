@@ -1,0 +1,3 @@
+from msvm.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,241 @@
+"""LIBSVM-format data: files on disk and the shared benchmark folder.
+
+:func:`load_libsvm` and :func:`load_libsvm_files` wrap
+:func:`sklearn.datasets.load_svmlight_file(s) <sklearn.datasets.load_svmlight_files>`
+(plain or ``.bz2``/``.gz`` compressed) and turn every way a file can be
+unreadable into a one-line error naming the file.
+
+:func:`shared_dataset` reads the offline benchmark copies kept *next to* the
+repository, in ``../shared/datasets/<name>/`` (see the README there).  They are
+never copied into the project: the folder is found by walking up from the
+current directory and from this package's directory (or given explicitly, or
+by the ``MSVM_DATASETS`` environment variable).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_svmlight_files
+
+__all__ = [
+    "DatasetNotFoundError",
+    "available_datasets",
+    "find_shared_datasets",
+    "load_libsvm",
+    "load_libsvm_files",
+    "shared_dataset",
+]
+
+#: Environment variable naming the shared datasets folder (overrides the search).
+DATASETS_ENV = "MSVM_DATASETS"
+
+
+class DatasetNotFoundError(FileNotFoundError, ValueError):
+    """A data file or dataset folder does not exist.
+
+    Both a :class:`FileNotFoundError` (what Python code expects of a missing
+    file) and a :class:`ValueError` (what every other bad input raises here).
+    """
+
+
+def _integral_labels(y: np.ndarray) -> np.ndarray:
+    """LIBSVM labels are read as floats; give integers back when they are integers."""
+    if y.size and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        return y.astype(np.int64)
+    return y
+
+
+def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"):
+    """Load several LIBSVM files with a common number of features.
+
+    Parameters
+    ----------
+    paths : sequence of str or path-like
+        Files in LIBSVM/svmlight format (``label idx:val ...``), optionally
+        ``.bz2`` or ``.gz`` compressed.
+    n_features : int, optional
+        Number of features; by default the largest index found in any file.
+    zero_based : bool or 'auto', default='auto'
+        Whether feature indices start at 0.  ``'auto'`` decides once for all
+        files (1-based, the LIBSVM convention, unless some file uses index 0),
+        so a train/test pair is always read consistently.
+
+    Returns
+    -------
+    list
+        ``[X_1, y_1, X_2, y_2, ...]`` with each X a CSR matrix (float64) and
+        each y an ndarray (int64 when every label is an integer).
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If a file does not exist.
+    ValueError
+        If a file cannot be read or parsed, or holds no sample; the message
+        names the file.
+    """
+    paths = [os.fspath(p) for p in paths]
+    for path in paths:
+        if not os.path.exists(path):
+            raise DatasetNotFoundError(f"LIBSVM file {path!r} does not exist.")
+        if os.path.isdir(path):
+            raise ValueError(f"Cannot read LIBSVM file {path!r}: it is a directory.")
+    try:
+        loaded = load_svmlight_files(paths, n_features=n_features, dtype=np.float64,
+                                     zero_based=zero_based)
+    except (ValueError, OSError, EOFError, IndexError, TypeError, UnicodeError) as exc:
+        # sklearn does not say which file failed: find it by reading them one by one.
+        culprit = paths[0]
+        if len(paths) > 1:
+            for path in paths:
+                try:
+                    load_svmlight_files([path], dtype=np.float64, zero_based=zero_based)
+                except Exception:  # noqa: BLE001 - any failure identifies the file
+                    culprit = path
+                    break
+            else:
+                culprit = ", ".join(repr(p) for p in paths)
+                raise ValueError(f"Cannot read LIBSVM files {culprit}: {exc}") from exc
+        raise ValueError(f"Cannot read LIBSVM file {culprit!r}: {exc}") from exc
+    out = []
+    for path, (X, y) in zip(paths, zip(loaded[::2], loaded[1::2], strict=True), strict=True):
+        if X.shape[0] == 0:
+            raise ValueError(f"LIBSVM file {path!r} contains no samples.")
+        out.extend([X.tocsr(), _integral_labels(np.asarray(y))])
+    return out
+
+
+def load_libsvm(path, n_features: int | None = None, *, zero_based="auto"):
+    """Load one LIBSVM-format file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        File in LIBSVM/svmlight format, optionally ``.bz2``/``.gz``
+        compressed.
+    n_features : int, optional
+        Number of features (needed for a test file whose largest feature
+        index is below the training file's); default: the largest index.
+    zero_based : bool or 'auto', default='auto'
+        See :func:`load_libsvm_files`.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Labels, int64 when they are all integers.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If the file does not exist.
+    ValueError
+        If the file is corrupt or unreadable (the message names the file).
+    """
+    X, y = load_libsvm_files([path], n_features=n_features, zero_based=zero_based)
+    return X, y
+
+
+def _search_starts() -> list[Path]:
+    return [Path.cwd().resolve(), Path(__file__).resolve().parent]
+
+
+def find_shared_datasets(root=None) -> Path:
+    """The shared datasets folder.
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        Use this folder.  Otherwise ``$MSVM_DATASETS`` if set, else the first
+        ``shared/datasets`` folder found walking up from the current
+        directory, then from the package directory (so a checkout at
+        ``<dir>/main`` finds ``<dir>/shared/datasets``).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    if root is None and os.environ.get(DATASETS_ENV):
+        root = os.environ[DATASETS_ENV]
+    if root is not None:
+        root = Path(root)
+        if not root.is_dir():
+            raise DatasetNotFoundError(f"Datasets folder {str(root)!r} does not exist.")
+        return root
+    for start in _search_starts():
+        for folder in (start, *start.parents):
+            candidate = folder / "shared" / "datasets"
+            if candidate.is_dir():
+                return candidate
+    raise DatasetNotFoundError(
+        "No shared/datasets folder found above "
+        f"{' or '.join(str(s) for s in _search_starts())}; set ${DATASETS_ENV} or pass root=."
+    )
+
+
+def available_datasets(root=None) -> list[str]:
+    """Names of the datasets in the shared folder (its sub-folders)."""
+    folder = find_shared_datasets(root)
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _first_existing(folder: Path, stems: list[str]) -> Path | None:
+    for stem in stems:
+        for suffix in (".bz2", ""):
+            path = folder / f"{stem}{suffix}"
+            if path.is_file():
+                return path
+    return None
+
+
+def shared_dataset(name: str, *, scaled: bool | None = None, root=None):
+    """Load a benchmark set of ``../shared/datasets`` as (X_train, y_train, X_test, y_test).
+
+    Files follow the LIBSVM multiclass naming: ``<name>/<name>[.scale].bz2``
+    is the training set (or the only set) and ``<name>/<name>[.scale].t.bz2``
+    the test set.  Train and test are read together, so they have the same
+    number of features even when the test file's largest index is lower.
+
+    Parameters
+    ----------
+    name : str
+        Dataset folder, e.g. ``'iris'``, ``'letter'``, ``'usps'``
+        (:func:`available_datasets` lists them).
+    scaled : bool, optional
+        ``True`` for the ``.scale`` files, ``False`` for the raw ones;
+        default: the ``.scale`` version when it exists, else the raw one.
+    root : str or path-like, optional
+        Datasets folder (see :func:`find_shared_datasets`).
+
+    Returns
+    -------
+    X_train : scipy.sparse.csr_matrix
+    y_train : ndarray
+    X_test : scipy.sparse.csr_matrix or None
+        None when the set has no test split (evaluate it by cross-validation).
+    y_test : ndarray or None
+        Labels as stored (some sets are 0-based, some 1-based), int64.
+    """
+    base = find_shared_datasets(root)
+    folder = base / name
+    if not folder.is_dir():
+        names = ", ".join(available_datasets(base)) or "none"
+        raise DatasetNotFoundError(
+            f"No dataset {name!r} in {str(base)!r}; available: {names}."
+        )
+    variants = {True: [f"{name}.scale"], False: [name], None: [f"{name}.scale", name]}[scaled]
+    train = _first_existing(folder, variants)
+    if train is None:
+        raise DatasetNotFoundError(
+            f"No training file {' or '.join(v + '.bz2' for v in variants)} in {str(folder)!r}."
+        )
+    stem = train.name[: -len(".bz2")] if train.name.endswith(".bz2") else train.name
+    test = _first_existing(folder, [f"{stem}.t"])
+    if test is None:
+        X_train, y_train = load_libsvm_files([train])
+        return X_train, y_train, None, None
+    X_train, y_train, X_test, y_test = load_libsvm_files([train, test])
+    return X_train, y_train, X_test, y_test

@@ -1,0 +1,449 @@
+"""scikit-learn estimator for all-in-one multi-class SVMs.
+
+:class:`MultiClassSVC` is the user-facing layer of DESIGN.md §3: it validates
+the input, encodes the labels, resolves the kernel parameters, builds one
+:class:`~msvm.problem.DualProblem`, hands it to a solver of
+:mod:`msvm.solvers`, and certifies the answer with
+:func:`msvm.diagnostics.diagnose`.  Whatever machine or solver produced it,
+the fitted model is the coefficient matrix β (``dual_coef_``) of
+h_c(x) = Σ_i β_ic k(x_i, x) + b_c, and the prediction is argmax_c h_c(x).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from msvm.diagnostics import diagnose
+from msvm.kernels import KERNELS, Kernel, resolve_gamma
+from msvm.machines import MACHINES, make_machine
+from msvm.problem import DualProblem
+from msvm.solvers import SOLVERS, get_solver, resolve_solver
+
+__all__ = ["MultiClassSVC"]
+
+#: Solvers that solve the QP to their backend's precision; ``tol``, ``cache_size``
+#: and ``random_state`` do not apply to them (see ``MultiClassSVC._solver_options``).
+_REFERENCE_SOLVERS = frozenset({"cvxpy", "osqp"})
+
+# Test rows whose kernel columns are computed at once in decision_function.
+_PREDICT_CHUNK = 2048
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
+
+
+class MultiClassSVC(ClassifierMixin, BaseEstimator):
+    """All-in-one multi-class support vector classifier.
+
+    One quadratic program over all classes (not a vote of binary SVMs), for
+    the machines of the unified family: Weston–Watkins (``'ww'``),
+    Crammer–Singer (``'cs'``), Lee–Lin–Wahba (``'llw'``) and the quadratic-loss
+    M-SVM² (``'msvm2'``).  See :mod:`msvm.machines` for their formulations and
+    for how each reduces to :class:`sklearn.svm.SVC` when there are two
+    classes.
+
+    Parameters
+    ----------
+    model : {'ww', 'cs', 'llw', 'msvm2'}, default='ww'
+        The machine (row of the unified table, :data:`msvm.machines.MACHINES`).
+    C : float, default=1.0
+        Soft-margin parameter (> 0), in the machine's original formulation.
+        For two classes, WW and CS with C equal SVC with ``C = 2C``, LLW
+        equals SVC with ``C = C/2``.
+    kernel : {'linear', 'poly', 'rbf', 'laplace', 'sigmoid', 'precomputed'} or callable, \
+default='rbf'
+        Kernel, with scikit-learn's conventions (:mod:`msvm.kernels`).  With
+        ``'precomputed'``, ``X`` is the (n_samples, n_samples) training Gram
+        matrix in :meth:`fit` and the (n_test, n_train) kernel between test
+        and training points at prediction time.  A callable ``f(X, Y)`` must
+        return the (n_X, n_Y) kernel matrix.
+    degree : float, default=3
+        Degree of the ``'poly'`` kernel.
+    gamma : {'scale', 'auto'} or float, default='scale'
+        γ of the ``'rbf'``, ``'laplace'``, ``'poly'`` and ``'sigmoid'``
+        kernels.  ``'scale'`` is 1 / (n_features · X.var()) and ``'auto'`` is
+        1 / n_features, exactly as in :class:`sklearn.svm.SVC`; the value
+        used is stored in ``gamma_``.
+    coef0 : float, default=0.0
+        Independent term of the ``'poly'`` and ``'sigmoid'`` kernels.
+    fit_intercept : bool, default=False
+        Whether the machine has a bias b.  The default is bias-free, as the
+        all-in-one solvers of the literature (and Shark's trainers) are: the
+        bias adds one equality constraint per class to the dual, which
+        decomposition solvers cannot keep cheaply, and with a universal
+        kernel it is rarely needed.  With ``True`` the bias is recovered from
+        the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`).
+    solver : str, default='auto'
+        ``'auto'`` or a key of :data:`msvm.solvers.SOLVERS` (currently the
+        reference QP solvers ``'cvxpy'`` — Clarabel, interior point — and
+        ``'osqp'``).  ``'auto'`` uses ``'cvxpy'`` for problems of at most
+        :data:`msvm.solvers.AUTO_REFERENCE_MAX_VARS` dual variables and
+        raises a ValueError for larger ones until a decomposition solver
+        exists.
+    tol : float, default=1e-3
+        Stopping tolerance (≥ 0) of iterative solvers: the largest KKT
+        violation of the dual gradient, in the units of the original
+        formulation.  The reference solvers ignore it: they always solve to
+        their backend's precision (about 1e-10).
+    cache_size : float, default=200
+        Kernel cache budget in MB (> 0) for solvers that cache Gram rows.
+        The reference solvers form the full Gram matrix and ignore it.
+    max_iter : int, default=-1
+        Iteration cap of the solver (its own notion of iteration); -1 for no
+        limit.
+    verbose : bool or int, default=False
+        Print one progress line per stage of :meth:`fit`; ``verbose >= 2``
+        also shows the solver's own log.
+    random_state : int, RandomState instance or None, default=None
+        Seed of randomised solvers.  The reference solvers are
+        deterministic and ignore it.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
+    n_features_in_ : int
+        Number of features seen during :meth:`fit` (n_samples for a
+        precomputed kernel).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` has string column names.
+    support_ : ndarray of shape (n_SV,)
+        Indices of the training points with a non-zero row of β.
+    support_vectors_ : ndarray or CSR matrix of shape (n_SV, n_features)
+        Those training points (an empty (0, n_features) array for a
+        precomputed kernel, as in :class:`sklearn.svm.SVC`).
+    n_support_ : ndarray of shape (n_classes,)
+        Number of support vectors of each class.
+    dual_coef_ : ndarray of shape (n_SV, n_classes)
+        β of the support vectors: h_c(x) = Σ_j dual_coef_[j, c]
+        k(support_vectors_[j], x) + intercept_[c].  Note the shape differs
+        from SVC's (n_classes − 1, n_SV) one-vs-one layout.
+    intercept_ : ndarray of shape (n_classes,)
+        The bias b from the KKT conditions when ``fit_intercept``, else zeros.
+    gamma_ : float
+        The kernel γ actually used (0.0 for a precomputed kernel).
+    n_iter_ : int
+        Iterations of the solver.
+    shape_fit_ : tuple of int
+        Shape of the training ``X``.
+    solution_ : dict
+        How the dual was solved and how good the answer is: ``status``,
+        ``solver``, ``time``, ``n_iter``, ``n_kernel_evaluations`` and every
+        entry of :meth:`msvm.diagnostics.Diagnostics.as_dict` —
+        ``dual_objective``, ``primal_objective``, ``duality_gap``,
+        ``relative_gap``, ``kkt_violation``, ``kkt_residual`` (and its
+        parts ``kkt_stationarity``, ``kkt_bounds``, ``kkt_equality``), ``b``,
+        ``b_method``, ``n_support``.
+
+    See Also
+    --------
+    sklearn.svm.SVC : one-vs-one binary SVMs (libsvm).
+
+    Notes
+    -----
+    For exactly two classes, :meth:`decision_function` follows scikit-learn's
+    binary convention and returns h_2 − h_1, positive for ``classes_[1]``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiClassSVC(model="cs", C=10).fit(X, y)
+    >>> clf.decision_function(X[:2]).shape
+    (2, 3)
+    """
+
+    def __init__(
+        self,
+        model: str = "ww",
+        C: float = 1.0,
+        kernel="rbf",
+        degree: float = 3,
+        gamma="scale",
+        coef0: float = 0.0,
+        fit_intercept: bool = False,
+        solver: str = "auto",
+        tol: float = 1e-3,
+        cache_size: float = 200,
+        max_iter: int = -1,
+        verbose=False,
+        random_state=None,
+    ):
+        self.model = model
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.cache_size = cache_size
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.random_state = random_state
+
+    # ------------------------------------------------------------ helpers
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self._precomputed
+        return tags
+
+    @property
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def _log(self, message: str) -> None:
+        if self.verbose:
+            print(f"[MultiClassSVC] {message}", flush=True)
+
+    def _check_params(self) -> None:
+        """Validate the hyper-parameters (ValueError naming the problem)."""
+        if not isinstance(self.model, str) or self.model not in MACHINES:
+            raise ValueError(f"Unknown model {self.model!r}; expected one of {sorted(MACHINES)}.")
+        if not _is_number(self.C):
+            raise ValueError(f"C must be a positive number, got {self.C!r}.")
+        if not (np.isfinite(self.C) and self.C > 0):
+            raise ValueError(f"C must be positive and finite, got C={self.C!r}.")
+        if not callable(self.kernel) and (
+            not isinstance(self.kernel, str) or self.kernel not in KERNELS
+        ):
+            raise ValueError(
+                f"Unknown kernel {self.kernel!r}; expected one of {list(KERNELS)} or a callable."
+            )
+        if not _is_number(self.degree) or not self.degree >= 0:
+            raise ValueError(f"degree must be a non-negative number, got {self.degree!r}.")
+        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+            raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}.")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}.")
+        valid_solvers = ["auto", *sorted(SOLVERS)]
+        if not isinstance(self.solver, str) or self.solver not in valid_solvers:
+            raise ValueError(
+                f"Unknown solver {self.solver!r}; expected one of {valid_solvers}."
+            )
+        if not _is_number(self.tol) or not self.tol >= 0:
+            raise ValueError(f"tol must be a non-negative number, got tol={self.tol!r}.")
+        if not _is_number(self.cache_size) or not self.cache_size > 0:
+            raise ValueError(
+                f"cache_size must be a positive number of MB, got cache_size={self.cache_size!r}."
+            )
+        if (not isinstance(self.max_iter, Integral) or isinstance(self.max_iter, bool)
+                or (self.max_iter < 1 and self.max_iter != -1)):
+            raise ValueError(
+                f"max_iter must be a positive integer or -1 (no limit), got {self.max_iter!r}."
+            )
+
+    def _solver_options(self, name: str, module) -> dict:
+        """Keyword arguments for ``module.solve``.
+
+        The reference solvers solve to their backend's precision, so ``tol``
+        is not passed to them (it would loosen Clarabel's/OSQP's tolerances to
+        the KKT tolerance of an iterative solver).  ``cache_size`` and
+        ``random_state`` are passed to solvers whose ``solve`` names them.
+        """
+        options = {
+            "tol": None if name in _REFERENCE_SOLVERS else float(self.tol),
+            "max_iter": None if self.max_iter == -1 else int(self.max_iter),
+            "warm_start": None,
+            "verbose": int(self.verbose) >= 2,
+        }
+        accepted = inspect.signature(module.solve).parameters
+        if "cache_size" in accepted:
+            options["cache_size"] = float(self.cache_size)
+        if "random_state" in accepted:
+            options["random_state"] = self.random_state
+        return options
+
+    # ---------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the multi-class SVM.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (CSR is used as is), or the (n_samples,
+            n_samples) Gram matrix when ``kernel='precomputed'``.
+        y : array-like of shape (n_samples,)
+            Class labels (any sortable hashable values, e.g. ints or strings).
+
+        Returns
+        -------
+        self : MultiClassSVC
+            The fitted estimator.
+        """
+        start = time.perf_counter()
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_all_finite=True)
+        check_classification_targets(y)
+        classes, y_codes = np.unique(y, return_inverse=True)
+        n_classes = len(classes)
+        if n_classes < 2:
+            raise ValueError(
+                "The number of classes has to be greater than one; got "
+                f"{n_classes} class ({classes[0]!r}). A classifier needs examples of at "
+                "least 2 classes."
+            )
+        if self._precomputed:
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(
+                    "With kernel='precomputed', X must be the square (n_samples, n_samples) "
+                    f"Gram matrix of the training points; got a {X.shape[0]}x{X.shape[1]} "
+                    "matrix."
+                )
+            if sp.issparse(X):
+                X = X.toarray()
+            gamma_ = 0.0
+        else:
+            gamma_ = resolve_gamma(self.gamma, X)
+        self._log(
+            f"data: {X.shape[0]} samples, {X.shape[1]} "
+            f"{'kernel columns' if self._precomputed else 'features'}"
+            f"{' (sparse)' if sp.issparse(X) else ''}, {n_classes} classes"
+        )
+
+        kernel = Kernel(X, self.kernel, gamma=gamma_, degree=self.degree, coef0=self.coef0)
+        problem = DualProblem(make_machine(self.model, n_classes), y_codes, kernel, self.C,
+                              self.fit_intercept)
+        solver_name = resolve_solver(self.solver, problem)
+        module = get_solver(solver_name)
+        kernel_name = self.kernel if isinstance(self.kernel, str) else "callable"
+        self._log(
+            f"problem: model={self.model}, kernel={kernel_name}, gamma={gamma_:.6g}, "
+            f"C={self.C:g}, bias={self.fit_intercept}, {int(problem.active.sum())} dual "
+            f"variables; solver={solver_name}"
+        )
+
+        solution = module.solve(problem, **self._solver_options(solver_name, module))
+        self._log(
+            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
+            f"{solution.time:.3f} s"
+        )
+        diagnostics = diagnose(problem, solution)
+        self._log(
+            f"diagnostics: dual={diagnostics.dual_objective:.8g}, "
+            f"primal={diagnostics.primal_objective:.8g}, "
+            f"relative gap={diagnostics.relative_gap:.2e}, "
+            f"KKT residual={diagnostics.kkt_residual:.2e}, "
+            f"{diagnostics.n_support} support vectors, total {time.perf_counter() - start:.3f} s"
+        )
+
+        beta = problem.beta(solution.alpha)
+        support = np.flatnonzero(np.any(beta != 0, axis=1))
+        self.classes_ = classes
+        self.support_ = support
+        if self._precomputed:
+            self.support_vectors_ = np.empty((0, X.shape[1]))
+        else:
+            self.support_vectors_ = X[support]
+        self.n_support_ = np.bincount(y_codes[support], minlength=n_classes).astype(np.int32)
+        self.dual_coef_ = np.ascontiguousarray(beta[support])
+        if self.fit_intercept and diagnostics.b is not None:
+            self.intercept_ = np.asarray(diagnostics.b, dtype=np.float64).copy()
+        else:
+            self.intercept_ = np.zeros(n_classes)
+        self.gamma_ = float(gamma_)
+        self.n_iter_ = int(solution.n_iter)
+        self.shape_fit_ = X.shape
+        self.solution_ = {
+            "status": solution.status,
+            "solver": solution.solver,
+            "time": float(solution.time),
+            "n_iter": int(solution.n_iter),
+            "n_kernel_evaluations": int(solution.n_kernel_evaluations),
+            **diagnostics.as_dict(),
+        }
+        if solution.status != "optimal":
+            detail = solution.info.get("error") or solution.info.get("backend_status", "")
+            warnings.warn(
+                f"Solver {solution.solver!r} did not converge (status {solution.status!r}"
+                f"{', ' + str(detail) if detail else ''}): relative duality gap "
+                f"{diagnostics.relative_gap:.2e}, KKT residual {diagnostics.kkt_residual:.2e}. "
+                "Increase max_iter or try another solver.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    # ------------------------------------------------------------ predict
+    def _validate_for_predict(self, X):
+        check_is_fitted(self)
+        if self._precomputed:
+            K = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
+            n_train = self.shape_fit_[0]
+            if K.shape[1] != n_train:
+                raise ValueError(
+                    f"X has {K.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{n_train} features as input: with kernel='precomputed', X must be the "
+                    f"(n_samples, n_train={n_train}) kernel matrix between the points to "
+                    "predict and the training points."
+                )
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                             ensure_all_finite=True, reset=False)
+
+    def _scores(self, X) -> np.ndarray:
+        """h(x) for every row of X, shape (n_samples, n_classes)."""
+        X = self._validate_for_predict(X)
+        n = X.shape[0]
+        scores = np.tile(self.intercept_, (n, 1))
+        if len(self.support_) == 0:
+            return scores
+        if self._precomputed:
+            return scores + np.asarray(X[:, self.support_] @ self.dual_coef_)
+        kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,
+                        degree=self.degree, coef0=self.coef0)
+        for begin in range(0, n, _PREDICT_CHUNK):
+            rows = slice(begin, min(begin + _PREDICT_CHUNK, n))
+            scores[rows] += kernel.block(X[rows]) @ self.dual_coef_
+        return scores
+
+    def decision_function(self, X):
+        """Scores h_c(x) = Σ_j β_jc k(x_j, x) + b_c of every class.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Points to score; with ``kernel='precomputed'``, the
+            (n_samples, n_train) kernel matrix between them and the training
+            points.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
+            For two classes, scikit-learn's binary convention: h_2 − h_1,
+            positive when the prediction is ``classes_[1]``.
+        """
+        scores = self._scores(X)
+        if len(self.classes_) == 2:
+            return scores[:, 1] - scores[:, 0]
+        return scores
+
+    def predict(self, X):
+        """Predict ``classes_[argmax_c h_c(x)]`` for every row of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Points to classify (kernel matrix when ``kernel='precomputed'``).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted class labels.
+        """
+        scores = self._scores(X)
+        return self.classes_[np.argmax(scores, axis=1)]
