@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.datasets import make_blobs
 
 from msvm.kernels import Kernel
