@@ -316,7 +316,12 @@ default='rbf'
             f"{' (sparse)' if sp.issparse(X) else ''}, {n_classes} classes"
         )
 
-        kernel = Kernel(X, self.kernel, gamma=gamma_, degree=self.degree, coef0=self.coef0)
+        if callable(self.kernel):
+            # As in SVC, a callable kernel is evaluated once into the training Gram
+            # matrix: f(X, Y) returns the whole (n_X, n_Y) block.
+            kernel = Kernel(self._callable_gram(X, X), "precomputed")
+        else:
+            kernel = Kernel(X, self.kernel, gamma=gamma_, degree=self.degree, coef0=self.coef0)
         problem = DualProblem(make_machine(self.model, n_classes), y_codes, kernel, self.C,
                               self.fit_intercept)
         solver_name = resolve_solver(self.solver, problem)
@@ -395,6 +400,16 @@ default='rbf'
         return validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=False)
 
+    def _callable_gram(self, A, B) -> np.ndarray:
+        K = self.kernel(A, B)
+        K = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
+        if K.shape != (A.shape[0], B.shape[0]):
+            raise ValueError(
+                f"The kernel callable must return the ({A.shape[0]}, {B.shape[0]}) kernel "
+                f"matrix of its two arguments; it returned shape {K.shape}."
+            )
+        return K
+
     def _scores(self, X) -> np.ndarray:
         """h(x) for every row of X, shape (n_samples, n_classes)."""
         X = self._validate_for_predict(X)
@@ -404,6 +419,8 @@ default='rbf'
             return scores
         if self._precomputed:
             return scores + np.asarray(X[:, self.support_] @ self.dual_coef_)
+        if callable(self.kernel):
+            return scores + self._callable_gram(X, self.support_vectors_) @ self.dual_coef_
         kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,
                         degree=self.degree, coef0=self.coef0)
         for begin in range(0, n, _PREDICT_CHUNK):

@@ -1,0 +1,230 @@
+"""MultiClassSVC: labels, input formats, the fitted model's formula, certificates, accuracy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris, make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import train_test_split
+from sklearn.svm import SVC
+
+from msvm import MultiClassSVC
+
+MODELS = ("ww", "cs", "llw", "msvm2")
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def small3():
+    """A small, overlapping 3-class problem (60 points) that keeps every fit fast."""
+    X, y = make_blobs(n_samples=60, centers=3, cluster_std=2.5, random_state=3)
+    return X, y
+
+
+def test_string_labels_roundtrip(small3):
+    X, y = small3
+    names = np.array(["setosa", "versicolor", "virginica"])
+    coded = MultiClassSVC().fit(X, y)
+    named = MultiClassSVC().fit(X, names[y])
+    assert list(named.classes_) == sorted(names)
+    pred = named.predict(X)
+    assert pred.dtype.kind == "U"
+    np.testing.assert_array_equal(pred, names[coded.predict(X)])
+    np.testing.assert_allclose(named.decision_function(X), coded.decision_function(X),
+                               atol=1e-10)
+
+
+def test_any_hashable_labels_roundtrip(small3):
+    X, y = small3
+    objects = np.array(["b", "a", "c"], dtype=object)[y]  # what pandas columns hold
+    clf = MultiClassSVC().fit(X, objects)
+    assert list(clf.classes_) == ["a", "b", "c"]
+    pred = clf.predict(X)
+    assert set(pred) <= {"a", "b", "c"}
+    assert np.mean(pred == objects) > 0.7
+    booleans = y == 1
+    clf = MultiClassSVC().fit(X, booleans)
+    np.testing.assert_array_equal(clf.classes_, [False, True])
+    assert clf.predict(X).dtype == bool
+    floats = np.array([-1.0, 2.0, 7.0])[y]  # LIBSVM-style float labels
+    clf = MultiClassSVC().fit(X, floats)
+    np.testing.assert_array_equal(clf.classes_, [-1.0, 2.0, 7.0])
+    assert set(clf.predict(X)) <= set(floats)
+
+
+def test_sparse_input_matches_dense(small3):
+    X, y = small3
+    X = X.copy()
+    X[np.abs(X) < 2.0] = 0.0  # make it genuinely sparse
+    dense = MultiClassSVC(model="cs").fit(X, y)
+    csr = MultiClassSVC(model="cs").fit(sp.csr_matrix(X), y)
+    assert sp.issparse(csr.support_vectors_)
+    assert csr.gamma_ == pytest.approx(dense.gamma_, rel=1e-12)
+    np.testing.assert_allclose(csr.decision_function(sp.csr_matrix(X)),
+                               dense.decision_function(X), atol=1e-6)
+    np.testing.assert_allclose(csr.decision_function(X), dense.decision_function(X), atol=1e-6)
+
+
+@pytest.mark.parametrize("model", ["ww", "llw"])
+def test_precomputed_kernel_matches_rbf(small3, model):
+    X, y = small3
+    X_train, X_test, y_train, _ = train_test_split(X, y, test_size=0.3, random_state=0)
+    gamma = 0.3
+    rbf = MultiClassSVC(model=model, gamma=gamma, fit_intercept=True).fit(X_train, y_train)
+    pre = MultiClassSVC(model=model, kernel="precomputed", fit_intercept=True).fit(
+        rbf_kernel(X_train, gamma=gamma), y_train)
+    assert pre.support_vectors_.shape == (0, len(X_train))
+    np.testing.assert_array_equal(pre.support_, rbf.support_)
+    K_test = rbf_kernel(X_test, X_train, gamma=gamma)
+    np.testing.assert_allclose(pre.decision_function(K_test), rbf.decision_function(X_test),
+                               atol=1e-6)
+    np.testing.assert_array_equal(pre.predict(K_test), rbf.predict(X_test))
+
+
+def test_callable_kernel_matches_rbf(small3):
+    X, y = small3
+    rbf = MultiClassSVC(gamma=0.2).fit(X, y)
+    fn = MultiClassSVC(kernel=lambda A, B: rbf_kernel(A, B, gamma=0.2)).fit(X, y)
+    np.testing.assert_allclose(fn.decision_function(X), rbf.decision_function(X), atol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_decision_function_is_beta_k_plus_b(iris, model):
+    X, y = iris
+    clf = MultiClassSVC(model=model, C=3.0, gamma=0.4, fit_intercept=True).fit(X, y)
+    assert clf.dual_coef_.shape == (len(clf.support_), 3)
+    assert clf.intercept_.shape == (3,)
+    np.testing.assert_array_equal(clf.support_vectors_, X[clf.support_])
+    assert np.all(np.any(clf.dual_coef_ != 0, axis=1))
+    assert clf.n_support_.sum() == len(clf.support_)
+    np.testing.assert_allclose(clf.intercept_, clf.solution_["b"], rtol=0, atol=0)
+    rng = np.random.default_rng(0)
+    X_new = X[rng.choice(len(X), 20, replace=False)] + rng.normal(0, 0.3, size=(20, 4))
+    by_hand = rbf_kernel(X_new, clf.support_vectors_, gamma=0.4) @ clf.dual_coef_
+    by_hand += clf.intercept_
+    np.testing.assert_allclose(clf.decision_function(X_new), by_hand, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(clf.predict(X_new), clf.classes_[by_hand.argmax(axis=1)])
+
+
+def test_no_intercept_means_zero_intercept(iris):
+    X, y = iris
+    clf = MultiClassSVC(model="ww").fit(X, y)
+    np.testing.assert_array_equal(clf.intercept_, np.zeros(3))
+    by_hand = rbf_kernel(X, clf.support_vectors_, gamma=clf.gamma_) @ clf.dual_coef_
+    np.testing.assert_allclose(clf.decision_function(X), by_hand, rtol=1e-10, atol=1e-10)
+
+
+def test_llw_scores_sum_to_zero(iris):
+    X, y = iris
+    clf = MultiClassSVC(model="llw").fit(X, y)
+    np.testing.assert_allclose(clf.decision_function(X).sum(axis=1), 0.0, atol=1e-10)
+
+
+def test_binary_decision_function_is_h2_minus_h1(iris):
+    X, y = iris
+    mask = y > 0
+    X2, y2 = X[mask], np.where(y[mask] == 1, "versicolor", "virginica")
+    clf = MultiClassSVC(model="cs", fit_intercept=True).fit(X2, y2)
+    dec = clf.decision_function(X2)
+    assert dec.shape == (len(X2),)
+    h = rbf_kernel(X2, clf.support_vectors_, gamma=clf.gamma_) @ clf.dual_coef_ + clf.intercept_
+    np.testing.assert_allclose(dec, h[:, 1] - h[:, 0], rtol=1e-10, atol=1e-10)
+    pred = clf.predict(X2)
+    np.testing.assert_array_equal(pred == "virginica", dec > 0)
+    assert np.mean(pred == y2) > 0.9
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("bias", [False, True])
+def test_solution_is_certified_on_iris(iris, model, bias):
+    X, y = iris
+    clf = MultiClassSVC(model=model, fit_intercept=bias).fit(X, y)
+    sol = clf.solution_
+    assert sol["status"] == "optimal"
+    assert sol["solver"].startswith("cvxpy")
+    assert abs(sol["relative_gap"]) <= 1e-6
+    assert sol["kkt_residual"] <= 1e-6
+    assert sol["primal_objective"] >= sol["dual_objective"] - 1e-8 * abs(sol["dual_objective"])
+    assert sol["n_support"] == len(clf.support_)
+    assert clf.n_iter_ == sol["n_iter"] >= 1
+    assert sol["time"] > 0
+    assert clf.shape_fit_ == X.shape
+    assert clf.n_features_in_ == 4
+    assert clf.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_accuracy_on_separated_blobs(model):
+    centers = [[-5, -5], [5, -5], [-5, 5], [5, 5]]
+    X, y = make_blobs(n_samples=200, centers=centers, cluster_std=1.0, random_state=1)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, stratify=y,
+                                                        random_state=0)
+    clf = MultiClassSVC(model=model).fit(X_train, y_train)
+    assert clf.score(X_test, y_test) >= 0.95
+
+
+@pytest.mark.parametrize("gamma", ["scale", "auto"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gamma_resolved_like_svc(iris, gamma, sparse):
+    X, y = iris
+    X = X * np.array([1.0, 10.0, 0.1, 3.0])
+    if sparse:
+        X = sp.csr_matrix(np.where(X > 2.0, X, 0.0))
+    ours = MultiClassSVC(gamma=gamma).fit(X, y)
+    svc = SVC(gamma=gamma).fit(X, y)
+    assert ours.gamma_ == pytest.approx(svc._gamma, rel=1e-12)
+    number = MultiClassSVC(gamma=0.125).fit(X, y)
+    assert number.gamma_ == 0.125
+
+
+@pytest.mark.parametrize("model,bias", [("ww", False), ("cs", True), ("llw", True),
+                                        ("msvm2", False)])
+def test_cvxpy_and_osqp_agree(small3, model, bias):
+    X, y = small3
+    a = MultiClassSVC(model=model, fit_intercept=bias, solver="cvxpy").fit(X, y)
+    b = MultiClassSVC(model=model, fit_intercept=bias, solver="osqp").fit(X, y)
+    assert a.solution_["solver"].startswith("cvxpy")
+    assert b.solution_["solver"] == "osqp"
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-5)
+
+
+def test_convergence_warning_when_solver_stops_early(iris):
+    X, y = iris
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # cvxpy's own "may be inaccurate"
+        with pytest.warns(ConvergenceWarning, match="did not converge"):
+            clf = MultiClassSVC(max_iter=1).fit(X, y)
+    assert clf.solution_["status"] != "optimal"
+
+
+def test_verbose_prints_one_line_per_stage(small3, capsys):
+    X, y = small3
+    MultiClassSVC(verbose=True).fit(X, y)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "[MultiClassSVC] data", "[MultiClassSVC] problem", "[MultiClassSVC] solve",
+        "[MultiClassSVC] diagnostics"]
+    MultiClassSVC(verbose=False).fit(X, y)
+    assert capsys.readouterr().out == ""
+
+
+def test_refit_and_tags(small3):
+    X, y = small3
+    clf = MultiClassSVC(kernel="precomputed")
+    tags = clf.__sklearn_tags__()
+    assert tags.input_tags.pairwise and tags.input_tags.sparse
+    assert not MultiClassSVC().__sklearn_tags__().input_tags.pairwise
+    clf = MultiClassSVC(model="ww").fit(X, y)
+    first = clf.decision_function(X)
+    clf.set_params(model="cs", C=0.05).fit(X, y)
+    assert not np.allclose(first, clf.decision_function(X))
