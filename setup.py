@@ -18,6 +18,12 @@ extensions = [
         include_dirs=[np.get_include()],
         extra_compile_args=COMPILE_ARGS,
     ),
+    Extension(
+        "msvm._core._s2do",
+        ["msvm/_core/_s2do.pyx"],
+        include_dirs=[np.get_include()],
+        extra_compile_args=COMPILE_ARGS,
+    ),
 ]
 
 setup(

@@ -16,6 +16,7 @@ __all__ = ["SOLVERS", "get_solver", "resolve_solver"]
 SOLVERS = {
     "cvxpy": "msvm.solvers.reference_cvxpy",
     "osqp": "msvm.solvers.reference_osqp",
+    "s2do": "msvm.solvers.s2do",
 }
 
 #: Largest number of dual variables for which 'auto' picks a reference QP solver.

@@ -1,0 +1,781 @@
+"""S2DO: sequential two-dimensional optimisation of the unified bias-free dual.
+
+The problem (see :mod:`msvm.machines`) is the minimisation
+
+    J(α) = ½ Σ H[(i,p),(j,q)] α_ip α_jq − Σ γ_{y_i,p} α_ip,
+    H[(i,p),(j,q)] = M(y_i,p ; y_j,q) · k'(x_i, x_j),   M = Σ_c ν̄_{y_i,p,c} ν̄_{y_j,q,c},
+    α_ip ≥ 0,  Σ_{p in slack group r of i} α_ip ≤ C  (no upper bound for the M-SVM²),
+
+with k' = k + shift·δ_ij (shift = 1/(2C) for the M-SVM², else 0).  Every
+iteration changes two variables (seed 004, Algorithm 3): the first is the
+largest KKT violator, the second maximises the second-order gain of
+Algorithm 4 computed with the candidate's own gradient and the 2×2 block of
+H; the pair is then optimised exactly over its feasible polygon (a box,
+Algorithm 5, or, for two variables of one max-loss slack group, the triangle
+of Algorithm 11).
+
+Bookkeeping (why an iteration costs O(m · changed classes), not O(m·P·Q))
+-------------------------------------------------------------------------
+The state is α (m, P) and the *uncentred* scores
+
+    F = K' β,   β_ic = Σ_p ν_{y_i,p,c} α_ip      (m, Q)
+    S_i = Σ_c F_ic                                 (m,), only for sum-to-zero machines.
+
+The gradient is g_ip = Σ_c ν̄_{y_i,p,c} (K'β̄)_ic − γ_{y_i,p}.  Because ν̄ is
+ν centred over classes, ν̄·v = ν̄·(v + t·1) for any t, so
+ν̄·K'β̄ = ν̄·F = ν·F − mean_c(ν)·S: the gradient is read from F with the
+*uncentred*, sparse ν (WW/CS: two non-zeros, LLW/M-SVM²: one) plus one row
+sum.  A step on (i,p),(j,q) changes β only in rows i and j and only in the
+columns where ν_{y_i,p,·} or ν_{y_j,q,·} are non-zero, so F changes by
+(at most two) Gram rows times those few β deltas, and S by the same rows
+times Σ_c Δβ: a handful of axpy's of length m instead of a product with the
+full (m, Q) coefficient matrix (LLW with the centred ν̄ would touch all Q
+columns; the row sum avoids it).  The centred scores the rest of msvm uses
+are recovered at the end as F̄ = F − S/Q.
+
+For every example e the solver caches its largest violation ``viol[e]``
+and the slot(s) realising it (``wp[e]``, ``wq[e]``).  Violations are in
+gradient units, as in :func:`msvm.diagnostics.kkt_violation`: −g if α may
+increase (its group is below C, or no upper bound), g if α > 0, and, in a
+slack group shared by several slots (CS), the pair violation g_p − g_q of
+moving mass from p (α_p > 0) to q.  After a step the update pass refreshes F
+for all m examples and the gradients and ``viol`` of the examples still in
+the working set, tracking the maximum on the way, so the next first
+variable costs nothing extra.  The first-variable rule of §5.2.1: if an
+example's best move is a pair of one slack group and it beats every single
+variable, that pair is the working set; otherwise the single variable is
+the first one and the second is searched over all movable variables.
+
+Shrinking: every ``shrink_interval`` iterations examples whose every
+variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
+and a margin of ``shrink_margin``·tol from the bound switching) are removed
+from selection and from the gradient refresh (their F rows are still kept
+exact, so unshrinking costs O(m·P), no kernel evaluations).  When the
+working set looks converged, every example is unshrunk and the full KKT
+check decides.
+
+Stopping: max violation ≤ tol over all examples.  Variables within
+1e-14·C of zero are snapped to zero and group sums within 1e-12·C of C count
+as full (both far inside the 1e-8·C tolerances of the diagnostics, so the
+diagnostics' KKT violation never exceeds the solver's).
+"""
+
+from libc.math cimport INFINITY
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+from msvm._core._kernel_cache cimport KernelCache
+
+import numpy as np
+
+__all__ = ["S2DOState"]
+
+cdef double BIG_GAIN = 1e300
+
+# Return codes of run().
+cdef enum:
+    CONVERGED = 0
+    MAX_ITER = 1
+    TIME_UP = 2
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <double>ts.tv_sec + 1e-9 * <double>ts.tv_nsec
+
+
+cdef inline double _gain(double g1, double g2, double h11, double h12, double h22) noexcept nogil:
+    """Decrease of the unconstrained 2-D model g·μ + ½ μᵀHμ (seed 004, Alg. 4)."""
+    cdef double det = h11 * h22 - h12 * h12
+    cdef double den, num, r1, r2
+    if h11 > 0 and h22 > 0 and det > 1e-12 * h11 * h22:
+        return (g1 * g1 * h22 - 2.0 * g1 * g2 * h12 + g2 * g2 * h11) / (2.0 * det)
+    if h11 <= 0 and h22 <= 0:
+        return BIG_GAIN if (g1 != 0 or g2 != 0) else 0.0
+    # Singular block: infinite gain unless g lies in the range of H.
+    r1 = g1 * h12 - g2 * h11
+    r2 = g2 * h12 - g1 * h22
+    if h11 > 0 and r1 * r1 > 1e-20 * ((g1 * h12) ** 2 + (g2 * h11) ** 2):
+        return BIG_GAIN
+    if h22 > 0 and r2 * r2 > 1e-20 * ((g2 * h12) ** 2 + (g1 * h22) ** 2):
+        return BIG_GAIN
+    den = g1 * g1 * h11 + 2.0 * g1 * g2 * h12 + g2 * g2 * h22
+    num = g1 * g1 + g2 * g2
+    if den <= 0:
+        return BIG_GAIN if num > 0 else 0.0
+    return num * num / (2.0 * den)
+
+
+cdef inline double _model(double m1, double m2, double g1, double g2,
+                          double h11, double h12, double h22) noexcept nogil:
+    return g1 * m1 + g2 * m2 + 0.5 * (h11 * m1 * m1 + 2.0 * h12 * m1 * m2 + h22 * m2 * m2)
+
+
+cdef inline double _argmin_1d(double lin, double curv, double lo, double hi) noexcept nogil:
+    """argmin of lin·x + ½ curv·x² over [lo, hi] (hi may be +inf; 0 is inside)."""
+    cdef double x
+    if curv > 0:
+        x = -lin / curv
+    elif lin > 0:
+        x = lo
+    elif lin < 0:
+        x = hi
+    else:
+        x = 0.0
+    if x < lo:
+        x = lo
+    if x > hi:
+        x = hi
+    if x == INFINITY or x == -INFINITY:
+        x = 0.0 if lo <= 0 else lo
+    return x
+
+
+cdef void _solve_2d(double g1, double g2, double h11, double h12, double h22,
+                    double l1, double u1, double l2, double u2, double t, bint has_t,
+                    double* mu1, double* mu2) noexcept nogil:
+    """Minimise g·μ + ½ μᵀHμ over l ≤ μ ≤ u (and μ1 + μ2 ≤ t if has_t).
+
+    The box case is seed 004's Algorithm 5, the triangle case its Algorithm
+    11: the unconstrained optimum if feasible, else the best optimum of the
+    one-dimensional problems on the edges (where a convex problem's
+    constrained optimum lies).  μ = 0 is feasible and the answer never
+    increases the model.  The single-variable steps (μ2 = 0, μ1 = 0) are
+    candidates too, which keeps degenerate blocks safe.
+    """
+    cdef double det = h11 * h22 - h12 * h12
+    cdef double x1, x2, lo, hi, val
+    cdef double b1 = 0.0, b2 = 0.0, best = 0.0
+    cdef double fixed[3]
+    cdef int k
+    if h11 > 0 and h22 > 0 and det > 1e-12 * h11 * h22:
+        x1 = (h12 * g2 - h22 * g1) / det
+        x2 = (h12 * g1 - h11 * g2) / det
+        if l1 <= x1 <= u1 and l2 <= x2 <= u2 and (not has_t or x1 + x2 <= t):
+            mu1[0] = x1
+            mu2[0] = x2
+            return
+    # Edges with μ1 fixed (and the single-variable step of variable 2).
+    fixed[0] = l1
+    fixed[1] = u1
+    fixed[2] = 0.0
+    for k in range(3):
+        x1 = fixed[k]
+        if x1 == INFINITY or x1 == -INFINITY:
+            continue
+        lo = l2
+        hi = u2
+        if has_t and t - x1 < hi:
+            hi = t - x1
+        if lo > hi:
+            continue
+        x2 = _argmin_1d(g2 + h12 * x1, h22, lo, hi)
+        val = _model(x1, x2, g1, g2, h11, h12, h22)
+        if val < best:
+            best = val
+            b1 = x1
+            b2 = x2
+    # Edges with μ2 fixed.
+    fixed[0] = l2
+    fixed[1] = u2
+    fixed[2] = 0.0
+    for k in range(3):
+        x2 = fixed[k]
+        if x2 == INFINITY or x2 == -INFINITY:
+            continue
+        lo = l1
+        hi = u1
+        if has_t and t - x2 < hi:
+            hi = t - x2
+        if lo > hi:
+            continue
+        x1 = _argmin_1d(g1 + h12 * x2, h11, lo, hi)
+        val = _model(x1, x2, g1, g2, h11, h12, h22)
+        if val < best:
+            best = val
+            b1 = x1
+            b2 = x2
+    # The capacity edge μ1 + μ2 = t of the triangle.
+    if has_t:
+        lo = l1 if l1 > t - u2 else t - u2
+        hi = u1 if u1 < t - l2 else t - l2
+        if lo <= hi:
+            x1 = _argmin_1d(g1 - g2 + (h12 - h22) * t, h11 - 2.0 * h12 + h22, lo, hi)
+            x2 = t - x1
+            val = _model(x1, x2, g1, g2, h11, h12, h22)
+            if val < best:
+                best = val
+                b1 = x1
+                b2 = x2
+    mu1[0] = b1
+    mu2[0] = b2
+
+
+cdef class S2DOState:
+    """Working state of one S2DO run (built by :mod:`msvm.solvers.s2do`).
+
+    Parameters
+    ----------
+    kc : KernelCache
+        Gram rows of the training points.
+    y : int64 array (m,)
+        Labels 0..Q−1.
+    alpha : float64 array (m, P)
+        Feasible starting point (modified in place: it is the solution).
+    M : float64 array (Q·P, Q·P)
+        M(y,p ; y',q) = Σ_c ν̄_{y,p,c} ν̄_{y',q,c} at [y·P+p, y'·P+q].
+    gamma : float64 (Q, P)
+    active : uint8 (Q, P)
+    slack : int32 (Q, P)
+        Slack group of each slot, −1 for no upper bound (or inactive).
+    group_size : int32 (Q, R)
+        Number of active slots of each slack group.
+    nz_count : int32 (Q, P); nz_col : int32 (Q, P, Q); nz_val : float64 (Q, P, Q)
+        Non-zeros of the uncentred ν_{y,p,·}.
+    nu_mean : float64 (Q, P)
+        mean_c ν_{y,p,c} for sum-to-zero machines, else zeros.
+    C, shift, tol : float
+    shrinking : bool
+    """
+
+    cdef KernelCache kc
+    cdef Py_ssize_t m, P, Q, R
+    cdef double C, shift, tol, eps_zero, eps_cap
+    cdef bint centred, max_loss, shrinking
+    cdef const Py_ssize_t[::1] y
+    cdef double[:, ::1] alpha
+    cdef double[:, ::1] F
+    cdef double[:, ::1] G
+    cdef double[:, ::1] gsum
+    cdef double[::1] S
+    cdef double[::1] viol
+    cdef double[::1] kdiag
+    cdef Py_ssize_t[::1] wp
+    cdef Py_ssize_t[::1] wq
+    cdef Py_ssize_t[::1] work_idx
+    cdef const double[:, ::1] M
+    cdef double[:, ::1] Mdiag
+    cdef const double[:, ::1] gamma
+    cdef const unsigned char[:, ::1] active
+    cdef const int[:, ::1] slack
+    cdef const int[:, ::1] group_size
+    cdef const int[:, ::1] nz_count
+    cdef const int[:, :, ::1] nz_col
+    cdef const double[:, :, ::1] nz_val
+    cdef const double[:, ::1] nu_mean
+
+    # Scratch (two rows of β deltas, per-group extremes).
+    cdef double* dbeta      # 2 × Q
+    cdef int* dcols         # 2 × Q
+    cdef int ncols[2]
+    cdef double dS[2]
+    cdef double* gdown
+    cdef double* gmin
+    cdef Py_ssize_t* adown
+    cdef Py_ssize_t* amin
+
+    cdef readonly Py_ssize_t n_work
+    cdef readonly long long n_iter
+    cdef readonly long long n_unshrink
+    cdef readonly double max_violation
+    cdef Py_ssize_t next_i, next_p, next_q
+    cdef public long long shrink_interval
+    cdef public double shrink_margin
+    cdef long long since_shrink
+
+    def __cinit__(self, *args, **kwargs):
+        self.dbeta = NULL
+        self.dcols = NULL
+        self.gdown = NULL
+        self.gmin = NULL
+        self.adown = NULL
+        self.amin = NULL
+
+    def __dealloc__(self):
+        free(self.dbeta)
+        free(self.dcols)
+        free(self.gdown)
+        free(self.gmin)
+        free(self.adown)
+        free(self.amin)
+
+    def __init__(self, KernelCache kc, y, alpha, M, gamma, active, slack, group_size,
+                 nz_count, nz_col, nz_val, nu_mean, double C, double shift, double tol,
+                 bint centred, bint shrinking=True):
+        cdef Py_ssize_t i
+        self.kc = kc
+        self.y = y
+        self.alpha = alpha
+        self.m = alpha.shape[0]
+        self.P = alpha.shape[1]
+        self.Q = gamma.shape[0]
+        self.R = max(int(group_size.shape[1]), 1)
+        self.M = M
+        self.Mdiag = np.ascontiguousarray(np.diagonal(M).reshape(self.Q, self.P))
+        self.gamma = gamma
+        self.active = active
+        self.slack = slack
+        self.group_size = group_size
+        self.max_loss = bool(np.any(np.asarray(group_size) > 1))
+        self.nz_count = nz_count
+        self.nz_col = nz_col
+        self.nz_val = nz_val
+        self.nu_mean = nu_mean
+        self.C = C
+        self.shift = shift
+        self.tol = tol
+        self.centred = centred
+        self.shrinking = shrinking
+        self.eps_zero = 1e-14 * (C if C < INFINITY else 1.0)
+        self.eps_cap = 1e-12 * C
+        self.F = np.zeros((self.m, self.Q))
+        self.G = np.zeros((self.m, self.P))
+        self.gsum = np.zeros((self.m, self.R))
+        self.S = np.zeros(self.m)
+        self.viol = np.zeros(self.m)
+        self.kdiag = np.zeros(self.m)
+        for i in range(self.m):
+            self.kdiag[i] = kc.diag(i)
+        self.wp = np.full(self.m, -1, dtype=np.intp)
+        self.wq = np.full(self.m, -1, dtype=np.intp)
+        self.work_idx = np.arange(self.m, dtype=np.intp)
+        self.n_work = self.m
+        self.shrink_interval = 1000
+        self.shrink_margin = 1.0
+        self.dbeta = <double*>malloc(2 * self.Q * sizeof(double))
+        self.dcols = <int*>malloc(2 * self.Q * sizeof(int))
+        self.gdown = <double*>malloc(self.R * sizeof(double))
+        self.gmin = <double*>malloc(self.R * sizeof(double))
+        self.adown = <Py_ssize_t*>malloc(self.R * sizeof(Py_ssize_t))
+        self.amin = <Py_ssize_t*>malloc(self.R * sizeof(Py_ssize_t))
+        if (self.dbeta == NULL or self.dcols == NULL or self.gdown == NULL
+                or self.gmin == NULL or self.adown == NULL or self.amin == NULL):
+            raise MemoryError()
+        memset(self.dbeta, 0, 2 * self.Q * sizeof(double))
+        with nogil:
+            self._initialise()
+
+    # ------------------------------------------------------------ per example
+    cdef void _group_sums(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t y = self.y[e], q
+        cdef int r
+        for r in range(self.R):
+            self.gsum[e, r] = 0.0
+        for q in range(self.P):
+            r = self.slack[y, q]
+            if r >= 0:
+                self.gsum[e, r] += self.alpha[e, q]
+
+    cdef void _gradient(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t y = self.y[e], q
+        cdef int k
+        cdef double g
+        for q in range(self.P):
+            if not self.active[y, q]:
+                continue
+            g = -self.gamma[y, q]
+            for k in range(self.nz_count[y, q]):
+                g += self.nz_val[y, q, k] * self.F[e, self.nz_col[y, q, k]]
+            if self.centred:
+                g -= self.nu_mean[y, q] * self.S[e]
+            self.G[e, q] = g
+
+    cdef double _violation(self, Py_ssize_t e, double margin) noexcept nogil:
+        """Largest violation of example e; sets wp[e], wq[e].
+
+        With margin > 0, returns instead the largest 'near violation'
+        (violations + margin): used by shrinking to keep examples whose
+        variables are close to switching.
+        """
+        cdef Py_ssize_t y = self.y[e], q
+        cdef Py_ssize_t bp = -1, bq = -1
+        cdef int r
+        cdef double best = 0.0, g, a
+        cdef double C = self.C, lim = self.C - self.eps_cap
+        cdef bint canup
+        if self.max_loss:
+            for r in range(self.R):
+                self.gdown[r] = -INFINITY
+                self.gmin[r] = INFINITY
+                self.adown[r] = -1
+                self.amin[r] = -1
+        for q in range(self.P):
+            if not self.active[y, q]:
+                continue
+            g = self.G[e, q]
+            a = self.alpha[e, q]
+            r = self.slack[y, q]
+            canup = r < 0 or self.gsum[e, r] < lim
+            if canup and margin - g > best:
+                best = margin - g
+                bp = q
+                bq = -1
+            if a > 0 and g + margin > best:
+                best = g + margin
+                bp = q
+                bq = -1
+            if r >= 0 and self.group_size[y, r] > 1:
+                if a > 0 and g > self.gdown[r]:
+                    self.gdown[r] = g
+                    self.adown[r] = q
+                if g < self.gmin[r]:
+                    self.gmin[r] = g
+                    self.amin[r] = q
+        if self.max_loss:
+            for r in range(self.R):
+                if self.adown[r] >= 0 and self.adown[r] != self.amin[r] and \
+                        self.gdown[r] - self.gmin[r] + margin > best:
+                    best = self.gdown[r] - self.gmin[r] + margin
+                    bp = self.adown[r]
+                    bq = self.amin[r]
+        if margin == 0:
+            self.wp[e] = bp
+            self.wq[e] = bq
+        return best
+
+    cdef void _refresh(self, Py_ssize_t e) noexcept nogil:
+        self._gradient(e)
+        self.viol[e] = self._violation(e, 0.0)
+
+    cdef void _find_max(self) noexcept nogil:
+        cdef Py_ssize_t t, e, best_e = -1
+        cdef double best = -1.0
+        for t in range(self.n_work):
+            e = self.work_idx[t]
+            if self.viol[e] > best:
+                best = self.viol[e]
+                best_e = e
+        self.max_violation = best if best > 0 else 0.0
+        self.next_i = best_e if best > 0 else -1
+        if self.next_i >= 0:
+            self.next_p = self.wp[best_e]
+            self.next_q = self.wq[best_e]
+
+    # ----------------------------------------------------------- initialise
+    cdef void _initialise(self) noexcept nogil:
+        """F = K'β and S from α (one Gram row per example with β_i ≠ 0)."""
+        cdef Py_ssize_t i, e, q, y, m = self.m, Q = self.Q
+        cdef int k, c
+        cdef double a, tot, kv
+        cdef const double* Ki
+        cdef double* b = self.dbeta
+        for i in range(m):
+            y = self.y[i]
+            for c in range(Q):
+                b[c] = 0.0
+            tot = 0.0
+            for q in range(self.P):
+                a = self.alpha[i, q]
+                if a == 0 or not self.active[y, q]:
+                    continue
+                for k in range(self.nz_count[y, q]):
+                    b[self.nz_col[y, q, k]] += a * self.nz_val[y, q, k]
+            for c in range(Q):
+                tot += b[c]
+            k = 0
+            for c in range(Q):
+                if b[c] != 0:
+                    k = 1
+            if k == 0 and tot == 0:
+                continue
+            Ki = self.kc.row_ptr(i)
+            for e in range(m):
+                kv = Ki[e]
+                if e == i:
+                    kv = kv + self.shift
+                for c in range(Q):
+                    if b[c] != 0:
+                        self.F[e, c] += b[c] * kv
+                if self.centred:
+                    self.S[e] += tot * kv
+        for c in range(Q):
+            b[c] = 0.0
+        for e in range(m):
+            self._group_sums(e)
+            self._refresh(e)
+        self._find_max()
+
+    # ------------------------------------------------------------ one step
+    cdef void _step(self) noexcept nogil:
+        cdef Py_ssize_t i = self.next_i, p = self.next_p, k = -1, q = -1
+        cdef Py_ssize_t yi = self.y[i], yk, e, s, t, ye, P = self.P, Q = self.Q
+        cdef const double* Ki = NULL
+        cdef const double* Kk = NULL
+        cdef const double* Mrow
+        cdef double g1, g2, h11, h12, h22, kie, gn, best_gain, a1, a2, lim
+        cdef double l1, u1, l2, u2, tcap = 0.0, mu1 = 0.0, mu2 = 0.0, n1, n2, others
+        cdef double kv, d1, d2
+        cdef int r1, r2, r, n, c, z
+        cdef bint tri = False, movable
+        cdef double Kii = self.kdiag[i] + self.shift
+
+        r1 = self.slack[yi, p]
+        g1 = self.G[i, p]
+        h11 = self.Mdiag[yi, p] * Kii
+        lim = self.C - self.eps_cap
+        if self.next_q >= 0:
+            # §5.2.1: the pair of one slack group is the working set.
+            k = i
+            q = self.next_q
+        else:
+            Ki = self.kc.row_ptr(i)
+            Mrow = &self.M[yi * P + p, 0]
+            best_gain = -1.0
+            for t in range(self.n_work):
+                e = self.work_idx[t]
+                ye = self.y[e]
+                kie = Ki[e]
+                if e == i:
+                    kie = Kii
+                for s in range(P):
+                    if not self.active[ye, s]:
+                        continue
+                    g2 = self.G[e, s]
+                    if g2 == 0:
+                        continue
+                    r2 = self.slack[ye, s]
+                    if e == i:
+                        if s == p:
+                            continue
+                        if r1 >= 0 and r2 == r1:
+                            movable = g2 < 0 or self.alpha[e, s] > 0
+                        else:
+                            movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
+                                (g2 > 0 and self.alpha[e, s] > 0)
+                    else:
+                        movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
+                            (g2 > 0 and self.alpha[e, s] > 0)
+                    if not movable:
+                        continue
+                    h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+                    h12 = Mrow[ye * P + s] * kie
+                    gn = _gain(g1, g2, h11, h12, h22)
+                    if gn > best_gain:
+                        best_gain = gn
+                        k = e
+                        q = s
+
+        a1 = self.alpha[i, p]
+        l1 = -a1
+        if k < 0:
+            # No partner can move: a one-variable Newton step.
+            u1 = INFINITY if r1 < 0 else self.C - self.gsum[i, r1]
+            if u1 < 0:
+                u1 = 0.0
+            _solve_2d(g1, 0.0, h11, 0.0, 1.0, l1, u1, 0.0, 0.0, 0.0, False, &mu1, &mu2)
+            k = i
+            q = p
+            mu2 = 0.0
+        else:
+            yk = self.y[k]
+            r2 = self.slack[yk, q]
+            a2 = self.alpha[k, q]
+            g2 = self.G[k, q]
+            h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift)
+            if k == i:
+                h12 = self.M[yi * P + p, yk * P + q] * Kii
+            else:
+                if Ki == NULL:
+                    Ki = self.kc.row_ptr(i)
+                h12 = self.M[yi * P + p, yk * P + q] * Ki[k]
+            l2 = -a2
+            tri = k == i and r1 >= 0 and r1 == r2
+            if tri:
+                tcap = self.C - self.gsum[i, r1]
+                if tcap < 0:
+                    tcap = 0.0
+                u1 = tcap + a2
+                u2 = tcap + a1
+            else:
+                u1 = INFINITY if r1 < 0 else self.C - self.gsum[i, r1]
+                u2 = INFINITY if r2 < 0 else self.C - self.gsum[k, r2]
+                if u1 < 0:
+                    u1 = 0.0
+                if u2 < 0:
+                    u2 = 0.0
+            _solve_2d(g1, g2, h11, h12, h22, l1, u1, l2, u2, tcap, tri, &mu1, &mu2)
+
+        # New values, snapped onto the bounds they are within rounding of.
+        n1 = a1 + mu1
+        if n1 < self.eps_zero:
+            n1 = 0.0
+        if k == i and q == p:
+            n2 = n1
+            a2 = a1
+        else:
+            a2 = self.alpha[k, q]
+            n2 = a2 + mu2
+            if n2 < self.eps_zero:
+                n2 = 0.0
+        if tri:
+            others = self.gsum[i, r1] - a1 - a2
+            if n1 + n2 + others > self.C - self.eps_cap:
+                n2 = self.C - others - n1
+                if n2 < 0:
+                    n2 = 0.0
+                    n1 = self.C - others
+        else:
+            if r1 >= 0 and self.group_size[yi, r1] == 1 and n1 > self.C - self.eps_cap:
+                n1 = self.C
+            if not (k == i and q == p):
+                r2 = self.slack[self.y[k], q]
+                if r2 >= 0 and self.group_size[self.y[k], r2] == 1 and n2 > self.C - self.eps_cap:
+                    n2 = self.C
+        d1 = n1 - a1
+        d2 = 0.0 if (k == i and q == p) else n2 - a2
+        self.alpha[i, p] = n1
+        if not (k == i and q == p):
+            self.alpha[k, q] = n2
+        self._group_sums(i)
+        if k != i:
+            self._group_sums(k)
+
+        # β deltas of rows i (slot 0) and k (slot 1, merged into 0 when k == i).
+        self._collect(0, yi, p, d1, True)
+        if k == i:
+            self._collect(0, yi, q, d2, False)
+            self.ncols[1] = 0
+            self.dS[1] = 0.0
+        else:
+            self._collect(1, self.y[k], q, d2, True)
+        Ki = self.kc.row_ptr(i)
+        if k != i:
+            Kk = self.kc.row_ptr(k)
+        self._update_scores(i, Ki, 0)
+        if k != i:
+            self._update_scores(k, Kk, 1)
+        self._clear(0)
+        self._clear(1)
+        for t in range(self.n_work):
+            self._refresh(self.work_idx[t])
+        self._find_max()
+        self.n_iter += 1
+
+    cdef void _collect(self, int slot, Py_ssize_t y, Py_ssize_t p, double d, bint reset) noexcept nogil:
+        """Add d·ν_{y,p,·} to the β-delta row ``slot`` and list its changed columns."""
+        cdef int k, c, j, found
+        cdef double* b = self.dbeta + slot * self.Q
+        cdef int* cols = self.dcols + slot * self.Q
+        if reset:
+            self.ncols[slot] = 0
+            self.dS[slot] = 0.0
+        if d == 0:
+            return
+        for k in range(self.nz_count[y, p]):
+            c = self.nz_col[y, p, k]
+            found = 0
+            for j in range(self.ncols[slot]):
+                if cols[j] == c:
+                    found = 1
+                    break
+            if not found:
+                cols[self.ncols[slot]] = c
+                self.ncols[slot] += 1
+            b[c] += d * self.nz_val[y, p, k]
+            self.dS[slot] += d * self.nz_val[y, p, k]
+
+    cdef void _clear(self, int slot) noexcept nogil:
+        cdef int j
+        cdef double* b = self.dbeta + slot * self.Q
+        cdef int* cols = self.dcols + slot * self.Q
+        for j in range(self.ncols[slot]):
+            b[cols[j]] = 0.0
+        self.ncols[slot] = 0
+        self.dS[slot] = 0.0
+
+    cdef void _update_scores(self, Py_ssize_t row, const double* Kr, int slot) noexcept nogil:
+        """F[:, c] += Δβ_{row,c} K'[row, :] for the changed columns c (and S)."""
+        cdef Py_ssize_t e, m = self.m
+        cdef int j, n = self.ncols[slot], c
+        cdef double d, dS = self.dS[slot]
+        cdef double* b = self.dbeta + slot * self.Q
+        cdef int* cols = self.dcols + slot * self.Q
+        for j in range(n):
+            c = cols[j]
+            d = b[c]
+            if d == 0:
+                continue
+            for e in range(m):
+                self.F[e, c] += d * Kr[e]
+            self.F[row, c] += d * self.shift
+        if self.centred and dS != 0:
+            for e in range(m):
+                self.S[e] += dS * Kr[e]
+            self.S[row] += dS * self.shift
+
+    # ------------------------------------------------------------ shrinking
+    cdef void _shrink(self) noexcept nogil:
+        """Drop examples with no variable near switching (see module docstring)."""
+        cdef Py_ssize_t t, e, n = 0
+        cdef double margin = self.shrink_margin * self.tol
+        for t in range(self.n_work):
+            e = self.work_idx[t]
+            if self.viol[e] > 0 or self._violation(e, margin) > 0:
+                self.work_idx[n] = e
+                n += 1
+        self.n_work = n
+
+    cdef void _unshrink(self) noexcept nogil:
+        cdef Py_ssize_t e
+        for e in range(self.m):
+            self.work_idx[e] = e
+            self._refresh(e)
+        self.n_work = self.m
+        self.n_unshrink += 1
+        self._find_max()
+
+    # ------------------------------------------------------------------ run
+    def run(self, long long max_steps, double time_limit):
+        """Iterate until convergence, ``max_steps`` steps or ``time_limit`` seconds.
+
+        Returns 0 (converged), 1 (step budget used) or 2 (time is up).
+        """
+        cdef int status
+        cdef long long steps = 0
+        cdef double t0
+        with nogil:
+            t0 = _now()
+            while True:
+                if self.max_violation <= self.tol or self.next_i < 0:
+                    if self.n_work < self.m:
+                        self._unshrink()
+                        self.since_shrink = 0
+                        continue
+                    status = CONVERGED
+                    break
+                if steps >= max_steps:
+                    status = MAX_ITER
+                    break
+                self._step()
+                steps += 1
+                self.since_shrink += 1
+                if self.shrinking and self.since_shrink >= self.shrink_interval:
+                    self._shrink()
+                    self.since_shrink = 0
+                    self._find_max()
+                if (steps & 255) == 0 and _now() - t0 > time_limit:
+                    status = TIME_UP
+                    break
+        return status
+
+    def scores(self):
+        """Centred scores F̄ = K'β̄ (m, Q)."""
+        F = np.array(self.F)
+        if self.centred:
+            F -= np.asarray(self.S)[:, None] / self.Q
+        return F
+
+    def objective(self):
+        """Dual objective J(α) (minimised form) from the kept scores."""
+        cdef Py_ssize_t e
+        alpha = np.asarray(self.alpha)
+        G = np.asarray(self.G)
+        gamma = np.asarray(self.gamma)[np.asarray(self.y)]
+        # J = ½ αᵀHα − γᵀα = ½ αᵀ(g + γ) − γᵀα (g exact only on the working set: refresh all).
+        with nogil:
+            for e in range(self.m):
+                self._gradient(e)
+        return 0.5 * float(np.sum(alpha * (G + gamma * np.asarray(self.active)[np.asarray(self.y)])))\
+            - float(np.sum(gamma * alpha))

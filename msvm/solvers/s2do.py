@@ -1,0 +1,165 @@
+"""Batch S2DO solver for the bias-free machines (seed 004, ch. 3 and §5.2).
+
+Sequential two-dimensional optimisation: working sets of two variables, the
+first by largest KKT violation, the second by the largest second-order gain
+(Algorithm 4) computed with the candidate's own gradient, the pair optimised
+exactly over its box (Algorithm 5) or, for two variables sharing a max-loss
+slack (Crammer–Singer), over its triangle (Algorithm 11).  The loop runs in
+Cython without the GIL (:mod:`msvm._core._s2do`, whose docstring explains
+the score bookkeeping); this module validates, builds the machine tables the
+loop reads, and reports progress.
+
+``tol`` is the largest KKT violation allowed, in gradient units of the
+original formulation (BENCHMARKS.md); :func:`msvm.diagnostics.diagnose`
+measures the same quantity (``kkt_violation``) and never exceeds the
+solver's own value at the stopping point.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from msvm.problem import DualProblem, DualSolution
+
+SUPPORTS_BIAS = False
+SUPPORTS_NO_BIAS = True
+
+_STATUS = {0: "optimal", 1: "max_iter", 2: "running"}
+
+
+def _tables(problem: DualProblem):
+    """The machine's arrays in the layout the Cython loop reads."""
+    machine = problem.machine
+    Q, P = machine.n_classes, machine.n_slots
+    nu_bar = problem.nu  # centred when sum-to-zero
+    M = np.einsum("ypc,zqc->ypzq", nu_bar, nu_bar).reshape(Q * P, Q * P)
+    nu = machine.nu * machine.active[:, :, None]
+    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
+    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
+    nz_val = np.zeros((Q, P, Q))
+    for y in range(Q):
+        for p in range(P):
+            cols = np.flatnonzero(nu[y, p])
+            nz_col[y, p, : len(cols)] = cols
+            nz_val[y, p, : len(cols)] = nu[y, p, cols]
+    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
+    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
+    if machine.loss != "hinge":
+        slack[:] = -1
+    R = max(machine.n_slacks, 1)
+    group_size = np.zeros((Q, R), dtype=np.int32)
+    for y in range(Q):
+        for p in range(P):
+            if slack[y, p] >= 0:
+                group_size[y, slack[y, p]] += 1
+    return dict(
+        M=np.ascontiguousarray(M),
+        gamma=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
+        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
+        slack=np.ascontiguousarray(slack),
+        group_size=group_size,
+        nz_count=nz_count,
+        nz_col=nz_col,
+        nz_val=nz_val,
+        nu_mean=np.ascontiguousarray(nu_mean),
+    )
+
+
+def _start(problem: DualProblem, warm_start) -> np.ndarray:
+    """A feasible α to start from: zeros, or the warm start made feasible."""
+    if warm_start is None:
+        return problem.zeros()
+    alpha = warm_start.alpha if isinstance(warm_start, DualSolution) else warm_start
+    alpha = np.array(alpha, dtype=np.float64, order="C")
+    if alpha.shape != (problem.n_samples, problem.n_slots):
+        raise ValueError(
+            f"warm_start has shape {alpha.shape}, expected {(problem.n_samples, problem.n_slots)}."
+        )
+    alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
+    if problem.machine.loss == "hinge":
+        # Scale every over-full slack group back to C (e.g. after decreasing C).
+        sums = problem.slack_sums(alpha)
+        for r in range(problem.machine.n_slacks):
+            member = problem.slack == r
+            factor = np.where(sums[:, r] > problem.C, problem.C / np.maximum(sums[:, r], 1e-300),
+                              1.0)
+            alpha = np.where(member, alpha * factor[:, None], alpha)
+    return np.ascontiguousarray(alpha)
+
+
+def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
+          cache_size: float = 200.0, shrinking: bool = True) -> DualSolution:
+    """Solve the bias-free dual with S2DO.
+
+    Parameters
+    ----------
+    problem : DualProblem
+        Must have ``fit_intercept=False``.
+    tol : float, optional
+        Largest KKT violation at the solution, in gradient units (default 1e-3).
+    max_iter : int, optional
+        Iteration cap (default: none); reaching it gives status ``"max_iter"``.
+    warm_start : DualSolution or ndarray of shape (m, P), optional
+        Starting point (projected onto the feasible set if needed, e.g. after
+        a change of C).
+    verbose : bool
+        Print iteration, violation, dual objective and cache hit rate at most
+        once per second.
+    cache_size : float
+        Gram-row cache budget in MB.
+    shrinking : bool
+        Remove examples whose variables cannot move from the working set.
+
+    Returns
+    -------
+    DualSolution
+    """
+    from msvm._core._s2do import S2DOState
+
+    if problem.fit_intercept:
+        raise ValueError("Solver 's2do' cannot handle a bias; use fit_intercept=False.")
+    start = time.perf_counter()
+    tol = 1e-3 if tol is None else float(tol)
+    if not tol >= 0:
+        raise ValueError(f"tol must be non-negative, got {tol!r}.")
+    budget = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    alpha = _start(problem, warm_start)
+    cache = problem.kernel.cache(cache_size)
+    C = problem.upper_bound
+    state = S2DOState(
+        cache, problem.y, alpha, C=float(C), shift=float(problem.kernel_shift), tol=tol,
+        centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
+        **_tables(problem),
+    )
+    n_start = state.n_iter
+    while True:
+        remaining = budget - (state.n_iter - n_start)
+        code = state.run(max(remaining, 0), 1.0 if verbose else np.inf)
+        if verbose:
+            hits = cache.n_hits / max(cache.n_hits + cache.n_misses, 1)
+            print(
+                f"s2do: iter {state.n_iter:>9d}  violation {state.max_violation:.3e}  "
+                f"dual {-state.objective():.10g}  active {state.n_work}/{problem.n_samples}  "
+                f"cache hits {hits:.1%}",
+                flush=True,
+            )
+        if code != 2:
+            break
+    return DualSolution(
+        alpha=alpha,
+        b=np.zeros(problem.n_classes),
+        status=_STATUS[code],
+        n_iter=int(state.n_iter),
+        time=time.perf_counter() - start,
+        n_kernel_evaluations=int(cache.n_kernel_evaluations),
+        solver="s2do",
+        scores=state.scores(),
+        info={
+            "max_violation": float(state.max_violation),
+            "n_unshrink": int(state.n_unshrink),
+            "cache_hits": int(cache.n_hits),
+            "cache_misses": int(cache.n_misses),
+        },
+    )
