@@ -85,20 +85,22 @@ default='rbf'
         kernel it is rarely needed.  With ``True`` the bias is recovered from
         the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`).
     solver : str, default='auto'
-        ``'auto'`` or a key of :data:`msvm.solvers.SOLVERS` (currently the
-        reference QP solvers ``'cvxpy'`` — Clarabel, interior point — and
-        ``'osqp'``).  ``'auto'`` uses ``'cvxpy'`` for problems of at most
-        :data:`msvm.solvers.AUTO_REFERENCE_MAX_VARS` dual variables and
-        raises a ValueError for larger ones until a decomposition solver
-        exists.
+        ``'auto'`` or a key of :data:`msvm.solvers.SOLVERS`: the reference
+        QP solvers ``'cvxpy'`` (Clarabel, interior point) and ``'osqp'``, and
+        the decomposition solver ``'s2do'`` (bias-free machines only).
+        ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`
+        (currently ``'cvxpy'`` up to
+        :data:`msvm.solvers.AUTO_REFERENCE_MAX_VARS` dual variables).  A
+        solver that cannot handle the bias setting raises a ValueError.
     tol : float, default=1e-3
         Stopping tolerance (≥ 0) of iterative solvers: the largest KKT
         violation of the dual gradient, in the units of the original
         formulation.  The reference solvers ignore it: they always solve to
         their backend's precision (about 1e-10).
     cache_size : float, default=200
-        Kernel cache budget in MB (> 0) for solvers that cache Gram rows.
-        The reference solvers form the full Gram matrix and ignore it.
+        Kernel cache budget in MB (> 0) for solvers that cache Gram rows
+        (``'s2do'``).  The reference solvers form the full Gram matrix and
+        ignore it.
     max_iter : int, default=-1
         Iteration cap of the solver (its own notion of iteration); -1 for no
         limit.

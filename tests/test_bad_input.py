@@ -203,6 +203,11 @@ def test_solver_that_needs_a_bias(data, fake_solvers):
         MultiClassSVC(solver="biasonly", fit_intercept=False).fit(*data)
 
 
+def test_s2do_refuses_a_bias(data):
+    with pytest.raises(ValueError, match="Solver 's2do' cannot handle a bias"):
+        MultiClassSVC(solver="s2do", fit_intercept=True).fit(*data)
+
+
 def test_auto_refuses_problems_too_large_for_the_reference_solvers():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2001, 2))

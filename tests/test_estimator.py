@@ -198,6 +198,20 @@ def test_cvxpy_and_osqp_agree(small3, model, bias):
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-5)
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_s2do_gets_tol_and_matches_the_reference(iris, model):
+    X, y = iris
+    reference = MultiClassSVC(model=model, solver="cvxpy").fit(X, y)
+    loose = MultiClassSVC(model=model, solver="s2do", tol=1e-2).fit(X, y)
+    tight = MultiClassSVC(model=model, solver="s2do", tol=1e-8).fit(X, y)
+    assert tight.solution_["solver"] == "s2do"
+    assert loose.solution_["kkt_violation"] <= 1e-2
+    assert tight.solution_["kkt_violation"] <= 1e-8
+    assert tight.n_iter_ > loose.n_iter_
+    np.testing.assert_allclose(tight.decision_function(X), reference.decision_function(X),
+                               atol=1e-6)
+
+
 def test_convergence_warning_when_solver_stops_early(iris):
     X, y = iris
     with warnings.catch_warnings():
