@@ -280,7 +280,8 @@ default='rbf'
             Training points (CSR is used as is), or the (n_samples,
             n_samples) Gram matrix when ``kernel='precomputed'``.
         y : array-like of shape (n_samples,)
-            Class labels (any sortable hashable values, e.g. ints or strings).
+            Class labels: integers, strings, booleans or integral floats (any
+            discrete target scikit-learn accepts), encoded with ``np.unique``.
 
         Returns
         -------
