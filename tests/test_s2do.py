@@ -56,15 +56,19 @@ def test_matches_reference(model, kernel):
         assert solution.n_kernel_evaluations > 0
 
 
+@pytest.mark.parametrize("options", [{"shrinking": False}, {"fast": False},
+                                     {"fast": False, "shrinking": False}])
 @pytest.mark.parametrize("model", MODELS)
-def test_without_shrinking_same_optimum(model):
+def test_variants_same_optimum(model, options):
+    """Without shrinking, and the generic loop (exact Alg. 4 over all variables)."""
     s2do = _s2do()
-    name, X, y, C = CASES[4]
-    problem = make_problem(model, X, y, C=C)
-    a = diagnose(problem, s2do.solve(problem, tol=TOL, shrinking=True))
-    b = diagnose(problem, s2do.solve(problem, tol=TOL, shrinking=False))
-    assert abs(a.dual_objective - b.dual_objective) <= 1e-6 * abs(b.dual_objective)
-    assert b.kkt_violation <= TOL
+    for case in (CASES[4], CASES[8]):
+        name, X, y, C = case
+        problem = make_problem(model, X, y, C=C)
+        a = diagnose(problem, s2do.solve(problem, tol=TOL))
+        b = diagnose(problem, s2do.solve(problem, tol=TOL, **options))
+        assert abs(a.dual_objective - b.dual_objective) <= 1e-6 * abs(b.dual_objective), name
+        assert b.kkt_violation <= TOL, name
 
 
 @pytest.mark.parametrize("model", MODELS)

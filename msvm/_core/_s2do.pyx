@@ -266,6 +266,22 @@ cdef class S2DOState:
     cdef const double[:, :, ::1] nz_val
     cdef const double[:, ::1] nu_mean
 
+    # Fast path (machines with ν_{y,s,·} = u_y − e_s, slot s <-> column s: WW, CS,
+    # LLW, M-SVM²): g_es = σ_e + h_es with σ_e = u_y·F_e − κ_y S_e and
+    # h_es = −F_es − γ_ys; per example the extremes of h are cached.
+    cdef bint fast
+    cdef const int[::1] u_cnt
+    cdef const int[:, ::1] u_col
+    cdef const double[:, ::1] u_val
+    cdef const double[::1] kappa
+    cdef double[::1] sigma
+    cdef double[::1] hup
+    cdef double[::1] hdn
+    cdef double[::1] hall
+    cdef Py_ssize_t[::1] aup
+    cdef Py_ssize_t[::1] adn
+    cdef Py_ssize_t[::1] aall
+
     # Scratch (two rows of β deltas, per-group extremes).
     cdef double* dbeta      # 2 × Q
     cdef int* dcols         # 2 × Q
@@ -303,7 +319,7 @@ cdef class S2DOState:
 
     def __init__(self, KernelCache kc, y, alpha, M, gamma, active, slack, group_size,
                  nz_count, nz_col, nz_val, nu_mean, double C, double shift, double tol,
-                 bint centred, bint shrinking=True):
+                 bint centred, bint shrinking=True, fast=None):
         cdef Py_ssize_t i
         self.kc = kc
         self.y = y
@@ -341,6 +357,19 @@ cdef class S2DOState:
         self.wp = np.full(self.m, -1, dtype=np.intp)
         self.wq = np.full(self.m, -1, dtype=np.intp)
         self.work_idx = np.arange(self.m, dtype=np.intp)
+        self.fast = fast is not None
+        if self.fast:
+            self.u_cnt = fast["u_cnt"]
+            self.u_col = fast["u_col"]
+            self.u_val = fast["u_val"]
+            self.kappa = fast["kappa"]
+        self.sigma = np.zeros(self.m)
+        self.hup = np.zeros(self.m)
+        self.hdn = np.zeros(self.m)
+        self.hall = np.zeros(self.m)
+        self.aup = np.full(self.m, -1, dtype=np.intp)
+        self.adn = np.full(self.m, -1, dtype=np.intp)
+        self.aall = np.full(self.m, -1, dtype=np.intp)
         self.n_work = self.m
         self.shrink_interval = 1000
         self.shrink_margin = 1.0
@@ -436,8 +465,118 @@ cdef class S2DOState:
         return best
 
     cdef void _refresh(self, Py_ssize_t e) noexcept nogil:
-        self._gradient(e)
-        self.viol[e] = self._violation(e, 0.0)
+        if self.fast:
+            self._sigma(e)
+            self._rescan(e)
+            self._fast_violation(e)
+        else:
+            self._gradient(e)
+            self.viol[e] = self._violation(e, 0.0)
+
+    # ------------------------------------------------------------ fast path
+    cdef inline double _grad(self, Py_ssize_t e, Py_ssize_t s) noexcept nogil:
+        if self.fast:
+            return self.sigma[e] - self.F[e, s] - self.gamma[self.y[e], s]
+        return self.G[e, s]
+
+    cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t y = self.y[e]
+        cdef int k
+        cdef double v = 0.0
+        for k in range(self.u_cnt[y]):
+            v += self.u_val[y, k] * self.F[e, self.u_col[y, k]]
+        if self.centred:
+            v -= self.kappa[y] * self.S[e]
+        self.sigma[e] = v
+
+    cdef inline bint _upable(self, Py_ssize_t e, Py_ssize_t y, Py_ssize_t s) noexcept nogil:
+        cdef int r = self.slack[y, s]
+        return r < 0 or self.gsum[e, r] < self.C - self.eps_cap
+
+    cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
+        """Extremes of h_e· over the slots that may increase / decrease / all."""
+        cdef Py_ssize_t y = self.y[e], s
+        cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
+        cdef Py_ssize_t au = -1, ad = -1, aa = -1
+        for s in range(self.P):
+            if not self.active[y, s]:
+                continue
+            h = -self.F[e, s] - self.gamma[y, s]
+            if h < hu and self._upable(e, y, s):
+                hu = h
+                au = s
+            if h > hd and self.alpha[e, s] > 0:
+                hd = h
+                ad = s
+            if h < ha:
+                ha = h
+                aa = s
+        self.hup[e] = hu
+        self.aup[e] = au
+        self.hdn[e] = hd
+        self.adn[e] = ad
+        self.hall[e] = ha
+        self.aall[e] = aa
+
+    cdef inline void _fast_violation(self, Py_ssize_t e) noexcept nogil:
+        cdef double v = 0.0, w, sg = self.sigma[e]
+        cdef Py_ssize_t bp = -1, bq = -1
+        if self.aup[e] >= 0:
+            w = -sg - self.hup[e]
+            if w > v:
+                v = w
+                bp = self.aup[e]
+        if self.adn[e] >= 0:
+            w = sg + self.hdn[e]
+            if w > v:
+                v = w
+                bp = self.adn[e]
+            if self.max_loss and self.aall[e] != self.adn[e]:
+                w = self.hdn[e] - self.hall[e]
+                if w > v:
+                    v = w
+                    bp = self.adn[e]
+                    bq = self.aall[e]
+        self.viol[e] = v
+        self.wp[e] = bp
+        self.wq[e] = bq
+
+    cdef inline void _fast_slot(self, Py_ssize_t e, Py_ssize_t s, bint* dirty) noexcept nogil:
+        """Slot s of e (α unchanged) got a new h: update the cached extremes."""
+        cdef Py_ssize_t y = self.y[e]
+        cdef double h
+        if not self.active[y, s]:
+            return
+        h = -self.F[e, s] - self.gamma[y, s]
+        if self._upable(e, y, s):
+            if h < self.hup[e]:
+                self.hup[e] = h
+                self.aup[e] = s
+            elif self.aup[e] == s:
+                dirty[0] = True
+        if self.alpha[e, s] > 0:
+            if h > self.hdn[e]:
+                self.hdn[e] = h
+                self.adn[e] = s
+            elif self.adn[e] == s:
+                dirty[0] = True
+        if h < self.hall[e]:
+            self.hall[e] = h
+            self.aall[e] = s
+        elif self.aall[e] == s:
+            dirty[0] = True
+
+    cdef inline Py_ssize_t _best_single(self, Py_ssize_t e) noexcept nogil:
+        cdef double vu = -INFINITY, vd = -INFINITY, sg = self.sigma[e]
+        if self.aup[e] >= 0:
+            vu = -sg - self.hup[e]
+        if self.adn[e] >= 0:
+            vd = sg + self.hdn[e]
+        if vu > 0 and vu >= vd:
+            return self.aup[e]
+        if vd > 0:
+            return self.adn[e]
+        return -1
 
     cdef void _find_max(self) noexcept nogil:
         cdef Py_ssize_t t, e, best_e = -1
@@ -512,7 +651,7 @@ cdef class S2DOState:
         cdef double Kii = self.kdiag[i] + self.shift
 
         r1 = self.slack[yi, p]
-        g1 = self.G[i, p]
+        g1 = self._grad(i, p)
         h11 = self.Mdiag[yi, p] * Kii
         lim = self.C - self.eps_cap
         if self.next_q >= 0:
@@ -529,10 +668,24 @@ cdef class S2DOState:
                 kie = Ki[e]
                 if e == i:
                     kie = Kii
+                elif self.fast:
+                    # Candidate of example e: its most violating single variable.
+                    s = self._best_single(e)
+                    if s < 0:
+                        continue
+                    g2 = self._grad(e, s)
+                    h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+                    h12 = Mrow[ye * P + s] * kie
+                    gn = _gain(g1, g2, h11, h12, h22)
+                    if gn > best_gain:
+                        best_gain = gn
+                        k = e
+                        q = s
+                    continue
                 for s in range(P):
                     if not self.active[ye, s]:
                         continue
-                    g2 = self.G[e, s]
+                    g2 = self._grad(e, s)
                     if g2 == 0:
                         continue
                     r2 = self.slack[ye, s]
@@ -572,7 +725,7 @@ cdef class S2DOState:
             yk = self.y[k]
             r2 = self.slack[yk, q]
             a2 = self.alpha[k, q]
-            g2 = self.G[k, q]
+            g2 = self._grad(k, q)
             h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift)
             if k == i:
                 h12 = self.M[yi * P + p, yk * P + q] * Kii
@@ -646,12 +799,46 @@ cdef class S2DOState:
         self._update_scores(i, Ki, 0)
         if k != i:
             self._update_scores(k, Kk, 1)
+        if self.fast:
+            self._fast_pass(i, k)
+        else:
+            for t in range(self.n_work):
+                self._refresh(self.work_idx[t])
+            self._find_max()
         self._clear(0)
         self._clear(1)
-        for t in range(self.n_work):
-            self._refresh(self.work_idx[t])
-        self._find_max()
         self.n_iter += 1
+
+    cdef void _fast_pass(self, Py_ssize_t i, Py_ssize_t k) noexcept nogil:
+        """Refresh σ, the cached extremes and viol of the working set after a step."""
+        cdef Py_ssize_t t, e, best_e = -1
+        cdef int j, n0 = self.ncols[0], n1 = self.ncols[1]
+        cdef int* c0 = self.dcols
+        cdef int* c1 = self.dcols + self.Q
+        cdef double best = 0.0
+        cdef bint dirty
+        for t in range(self.n_work):
+            e = self.work_idx[t]
+            self._sigma(e)
+            if e == i or e == k:
+                self._rescan(e)
+            else:
+                dirty = False
+                for j in range(n0):
+                    self._fast_slot(e, c0[j], &dirty)
+                for j in range(n1):
+                    self._fast_slot(e, c1[j], &dirty)
+                if dirty:
+                    self._rescan(e)
+            self._fast_violation(e)
+            if self.viol[e] > best:
+                best = self.viol[e]
+                best_e = e
+        self.max_violation = best
+        self.next_i = best_e
+        if best_e >= 0:
+            self.next_p = self.wp[best_e]
+            self.next_q = self.wq[best_e]
 
     cdef void _collect(self, int slot, Py_ssize_t y, Py_ssize_t p, double d, bint reset) noexcept nogil:
         """Add d·ν_{y,p,·} to the β-delta row ``slot`` and list its changed columns."""
@@ -712,10 +899,22 @@ cdef class S2DOState:
         cdef double margin = self.shrink_margin * self.tol
         for t in range(self.n_work):
             e = self.work_idx[t]
-            if self.viol[e] > 0 or self._violation(e, margin) > 0:
+            if self.viol[e] > 0 or self._near(e, margin):
                 self.work_idx[n] = e
                 n += 1
         self.n_work = n
+
+    cdef bint _near(self, Py_ssize_t e, double margin) noexcept nogil:
+        if not self.fast:
+            return self._violation(e, margin) > 0
+        if self.aup[e] >= 0 and -self.sigma[e] - self.hup[e] + margin > 0:
+            return True
+        if self.adn[e] >= 0:
+            if self.sigma[e] + self.hdn[e] + margin > 0:
+                return True
+            if self.max_loss and self.hdn[e] - self.hall[e] + margin > 0:
+                return True
+        return False
 
     cdef void _unshrink(self) noexcept nogil:
         cdef Py_ssize_t e

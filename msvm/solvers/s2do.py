@@ -67,6 +67,45 @@ def _tables(problem: DualProblem):
     )
 
 
+def _fast_tables(problem: DualProblem, tables: dict):
+    """Tables of the fast path, or None when the machine does not have its structure.
+
+    The fast path needs every active constraint of class y to read
+    ν_{y,s,·} = u_y − e_s (slot s compares class s with a per-class
+    combination u_y: WW, CS, LLW, M-SVM²), and the slack groups to be either
+    all singletons (sum-loss) or one group of all slots (max-loss).
+    """
+    machine = problem.machine
+    Q, P = machine.n_classes, machine.n_slots
+    if P != Q:
+        return None
+    nu = machine.nu * machine.active[:, :, None]
+    eye = np.eye(Q)
+    u = np.zeros((Q, Q))
+    for y in range(Q):
+        slots = np.flatnonzero(machine.active[y])
+        if len(slots) == 0:
+            continue
+        rows = nu[y, slots] + eye[slots]
+        if not np.allclose(rows, rows[0], rtol=0, atol=1e-15):
+            return None
+        u[y] = rows[0]
+    sizes = tables["group_size"]
+    if np.any(sizes > 1):
+        n_active = machine.active.sum(axis=1)
+        if sizes.shape[1] != 1 or np.any(sizes[:, 0] != n_active):
+            return None
+    u_cnt = np.count_nonzero(u, axis=1).astype(np.int32)
+    u_col = np.zeros((Q, Q), dtype=np.int32)
+    u_val = np.zeros((Q, Q))
+    for y in range(Q):
+        cols = np.flatnonzero(u[y])
+        u_col[y, : len(cols)] = cols
+        u_val[y, : len(cols)] = u[y, cols]
+    kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
+    return dict(u_cnt=u_cnt, u_col=u_col, u_val=u_val, kappa=np.ascontiguousarray(kappa))
+
+
 def _start(problem: DualProblem, warm_start) -> np.ndarray:
     """A feasible α to start from: zeros, or the warm start made feasible."""
     if warm_start is None:
@@ -90,7 +129,7 @@ def _start(problem: DualProblem, warm_start) -> np.ndarray:
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
-          cache_size: float = 200.0, shrinking: bool = True) -> DualSolution:
+          cache_size: float = 200.0, shrinking: bool = True, fast: bool = True) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -111,6 +150,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Gram-row cache budget in MB.
     shrinking : bool
         Remove examples whose variables cannot move from the working set.
+    fast : bool
+        Use the structured bookkeeping of :mod:`msvm._core._s2do` (cached
+        per-example extremes, second variable among each example's most
+        violating one) when the machine allows it; ``False`` forces the
+        generic loop (exact Algorithm 4 over all variables, O(m·P) per step).
 
     Returns
     -------
@@ -128,10 +172,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     alpha = _start(problem, warm_start)
     cache = problem.kernel.cache(cache_size)
     C = problem.upper_bound
+    tables = _tables(problem)
     state = S2DOState(
         cache, problem.y, alpha, C=float(C), shift=float(problem.kernel_shift), tol=tol,
         centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
-        **_tables(problem),
+        fast=_fast_tables(problem, tables) if fast else None, **tables,
     )
     n_start = state.n_iter
     while True:
