@@ -60,6 +60,7 @@ as full (both far inside the 1e-8·C tolerances of the diagnostics, so the
 diagnostics' KKT violation never exceeds the solver's).
 """
 
+cimport cython
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
@@ -213,6 +214,7 @@ cdef void _solve_2d(double g1, double g2, double h11, double h12, double h22,
     mu2[0] = b2
 
 
+@cython.final
 cdef class S2DOState:
     """Working state of one S2DO run (built by :mod:`msvm.solvers.s2do`).
 
@@ -495,17 +497,26 @@ cdef class S2DOState:
 
     cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
         """Extremes of h_e· over the slots that may increase / decrease / all."""
-        cdef Py_ssize_t y = self.y[e], s
-        cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
+        cdef Py_ssize_t y = self.y[e], s, P = self.P
+        cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY, lim = self.C - self.eps_cap
         cdef Py_ssize_t au = -1, ad = -1, aa = -1
-        for s in range(self.P):
-            if not self.active[y, s]:
+        cdef int r
+        cdef const double* Fe = &self.F[e, 0]
+        cdef const double* ae = &self.alpha[e, 0]
+        cdef const double* ge = &self.gsum[e, 0]
+        cdef const double* gam = &self.gamma[y, 0]
+        cdef const unsigned char* act = &self.active[y, 0]
+        cdef const int* slk = &self.slack[y, 0]
+        for s in range(P):
+            if not act[s]:
                 continue
-            h = -self.F[e, s] - self.gamma[y, s]
-            if h < hu and self._upable(e, y, s):
-                hu = h
-                au = s
-            if h > hd and self.alpha[e, s] > 0:
+            h = -Fe[s] - gam[s]
+            if h < hu:
+                r = slk[s]
+                if r < 0 or ge[r] < lim:
+                    hu = h
+                    au = s
+            if h > hd and ae[s] > 0:
                 hd = h
                 ad = s
             if h < ha:
@@ -810,29 +821,131 @@ cdef class S2DOState:
         self.n_iter += 1
 
     cdef void _fast_pass(self, Py_ssize_t i, Py_ssize_t k) noexcept nogil:
-        """Refresh σ, the cached extremes and viol of the working set after a step."""
-        cdef Py_ssize_t t, e, best_e = -1
-        cdef int j, n0 = self.ncols[0], n1 = self.ncols[1]
+        """Refresh σ, the cached extremes and viol of the working set after a step.
+
+        Written with raw pointers and the slot logic inlined: this loop is the
+        solver's hot spot (one pass over the working set per iteration).
+        """
+        cdef Py_ssize_t t, e, y, s, best_e = -1, au, ad, aa, bp, bq
+        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, n_work = self.n_work
+        cdef int j, jj, nc = 0, r
+        cdef int cc[64]
         cdef int* c0 = self.dcols
         cdef int* c1 = self.dcols + self.Q
-        cdef double best = 0.0
-        cdef bint dirty
-        for t in range(self.n_work):
-            e = self.work_idx[t]
-            self._sigma(e)
-            if e == i or e == k:
+        cdef double best = 0.0, v, h, hu, hd, ha, w, lim = self.C - self.eps_cap
+        cdef bint dirty, max_loss = self.max_loss, centred = self.centred, dup
+        cdef const double* F = &self.F[0, 0]
+        cdef const double* Fe
+        cdef const double* alpha = &self.alpha[0, 0]
+        cdef const double* gsum = &self.gsum[0, 0]
+        cdef const double* S = &self.S[0]
+        cdef const double* gam = &self.gamma[0, 0]
+        cdef const unsigned char* act = &self.active[0, 0]
+        cdef const int* slk = &self.slack[0, 0]
+        cdef const int* ucnt = &self.u_cnt[0]
+        cdef const int* ucol = &self.u_col[0, 0]
+        cdef const double* uval = &self.u_val[0, 0]
+        cdef const double* kap = &self.kappa[0]
+        cdef const Py_ssize_t* yv = &self.y[0]
+        cdef const Py_ssize_t* work = &self.work_idx[0]
+        cdef double* sigma = &self.sigma[0]
+        cdef double* hup = &self.hup[0]
+        cdef double* hdn = &self.hdn[0]
+        cdef double* hall = &self.hall[0]
+        cdef double* viol = &self.viol[0]
+        cdef Py_ssize_t* aup = &self.aup[0]
+        cdef Py_ssize_t* adn = &self.adn[0]
+        cdef Py_ssize_t* aall = &self.aall[0]
+        cdef Py_ssize_t* wp = &self.wp[0]
+        cdef Py_ssize_t* wq = &self.wq[0]
+        # Changed columns of F (= changed slots), without duplicates.
+        for j in range(self.ncols[0] + self.ncols[1]):
+            r = c0[j] if j < self.ncols[0] else c1[j - self.ncols[0]]
+            dup = False
+            for jj in range(nc):
+                if cc[jj] == r:
+                    dup = True
+            if not dup and nc < 64:
+                cc[nc] = r
+                nc += 1
+        for t in range(n_work):
+            e = work[t]
+            y = yv[e]
+            Fe = F + e * Q
+            v = 0.0
+            for j in range(ucnt[y]):
+                v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
+            if centred:
+                v -= kap[y] * S[e]
+            sigma[e] = v
+            if e == i or e == k or nc >= 64:
                 self._rescan(e)
             else:
                 dirty = False
-                for j in range(n0):
-                    self._fast_slot(e, c0[j], &dirty)
-                for j in range(n1):
-                    self._fast_slot(e, c1[j], &dirty)
+                hu = hup[e]
+                hd = hdn[e]
+                ha = hall[e]
+                au = aup[e]
+                ad = adn[e]
+                aa = aall[e]
+                for j in range(nc):
+                    s = cc[j]
+                    if not act[y * P + s]:
+                        continue
+                    h = -Fe[s] - gam[y * P + s]
+                    r = slk[y * P + s]
+                    if r < 0 or gsum[e * R + r] < lim:
+                        if h < hu:
+                            hu = h
+                            au = s
+                        elif au == s:
+                            dirty = True
+                    if alpha[e * P + s] > 0:
+                        if h > hd:
+                            hd = h
+                            ad = s
+                        elif ad == s:
+                            dirty = True
+                    if max_loss:
+                        if h < ha:
+                            ha = h
+                            aa = s
+                        elif aa == s:
+                            dirty = True
                 if dirty:
                     self._rescan(e)
-            self._fast_violation(e)
-            if self.viol[e] > best:
-                best = self.viol[e]
+                else:
+                    hup[e] = hu
+                    hdn[e] = hd
+                    hall[e] = ha
+                    aup[e] = au
+                    adn[e] = ad
+                    aall[e] = aa
+            # The violation (as _fast_violation).
+            v = 0.0
+            bp = -1
+            bq = -1
+            if aup[e] >= 0:
+                w = -sigma[e] - hup[e]
+                if w > v:
+                    v = w
+                    bp = aup[e]
+            if adn[e] >= 0:
+                w = sigma[e] + hdn[e]
+                if w > v:
+                    v = w
+                    bp = adn[e]
+                if max_loss and aall[e] != adn[e]:
+                    w = hdn[e] - hall[e]
+                    if w > v:
+                        v = w
+                        bp = adn[e]
+                        bq = aall[e]
+            viol[e] = v
+            wp[e] = bp
+            wq[e] = bq
+            if v > best:
+                best = v
                 best_e = e
         self.max_violation = best
         self.next_i = best_e
