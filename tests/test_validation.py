@@ -1,0 +1,156 @@
+"""The validation suite (``python -m validation``) runs, passes, and can fail."""
+
+import io
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the suite lives next to the package, not inside it
+    sys.path.insert(0, str(ROOT))
+
+from msvm.problem import DualSolution  # noqa: E402
+from msvm.solvers import get_solver  # noqa: E402
+from validation import registry  # noqa: E402
+from validation.__main__ import run  # noqa: E402
+from validation.checks import (  # noqa: E402
+    CHECKS,
+    build_matrix,
+    build_problem,
+    evaluate,
+    prediction_agreement,
+    run_case,
+)
+from validation.problems import (  # noqa: E402
+    PROBLEMS,
+    _stratified_subsample,
+    datasets_dir,
+)
+
+
+def test_quick_matrix_passes_and_writes_json(tmp_path):
+    path = tmp_path / "out" / "quick.json"
+    out = io.StringIO()
+    code = run(["--quick", "--jobs", "1", "--json", str(path)], out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert text.startswith("Thresholds:")
+    payload = json.loads(path.read_text())
+    assert set(payload["thresholds"]) == set(registry.SOLVERS)
+    for entry in payload["thresholds"].values():
+        assert entry["thresholds"]["dual_rel_diff"] == 1e-6
+        assert entry["thresholds"]["kkt_residual"] == 1e-6
+    rows = payload["rows"]
+    assert 8 <= len(rows) == payload["summary"]["n_rows"]
+    assert all(r["passed"] for r in rows), [r["name"] for r in rows if not r["passed"]]
+    assert {r["machine"] for r in rows} == {"ww", "cs", "llw", "msvm2"}
+    assert {r["bias"] for r in rows} == {False, True}
+    for r in rows:
+        assert set(r["checks"]) == set(CHECKS)
+        for key in ("dual_objective", "dual_rel_diff", "relative_gap", "kkt_residual", "time"):
+            assert r[key] is not None, (r["name"], key)
+
+
+@pytest.fixture(scope="module")
+def solved_case():
+    spec = PROBLEMS["overlap-q3"]
+    problem = build_problem(spec, "ww", True, "rbf", 1.0)
+    ref = get_solver("osqp").solve(problem)
+    sol = get_solver("cvxpy").solve(problem)
+    return problem, sol, ref
+
+
+def test_exact_solution_passes(solved_case):
+    problem, sol, ref = solved_case
+    result = evaluate(problem, sol, ref, registry.get_entry("cvxpy").thresholds)
+    assert result["passed"], result["failed"]
+    assert result["b_unique"]
+
+
+def test_scaled_alpha_fails(solved_case):
+    problem, sol, ref = solved_case
+    bad = DualSolution(alpha=0.9 * sol.alpha, b=sol.b, status="optimal", solver="corrupt")
+    result = evaluate(problem, bad, ref, registry.get_entry("cvxpy").thresholds)
+    assert not result["passed"]
+    assert {"dual_objective", "kkt_residual", "duality_gap"} <= set(result["failed"])
+
+
+def test_each_check_can_fail(solved_case):
+    problem, sol, ref = solved_case
+    thresholds = registry.get_entry("cvxpy").thresholds
+    # A status that is not 'optimal'.
+    r = evaluate(problem, replace(sol, status="inaccurate"), ref, thresholds)
+    assert r["failed"] == ["status"]
+    # A wrong b (the dual is untouched, so only b and what depends on it fail).
+    r = evaluate(problem, replace(sol, b=sol.b + 1e-2), ref, thresholds)
+    assert "b" in r["failed"] and "dual_objective" not in r["failed"]
+    # An infeasible α: the bias constraints are violated.
+    alpha = sol.alpha.copy()
+    i, p = np.argwhere(problem.active)[0]
+    alpha[i, p] += 1e-3
+    r = evaluate(problem, replace(sol, alpha=alpha), ref, thresholds)
+    assert "equality" in r["failed"]
+    # Predictions: a solution that is zero everywhere predicts one class.
+    r = evaluate(problem, replace(sol, alpha=0 * sol.alpha, b=0 * sol.b), ref, thresholds)
+    assert "predictions" in r["failed"]
+
+
+def test_prediction_ties_count_as_agreement():
+    h_ref = np.array([[1.0, 1.0, 0.0], [2.0, 0.0, 1.0]])
+    h = np.array([[1.0, 1.0 + 1e-12, 0.0], [0.0, 2.0, 1.0]])
+    agreement, strict = prediction_agreement(h, h_ref, 1e-6)
+    assert strict == 0.0 and agreement == 0.5
+
+
+def test_registry_adds_rows_with_one_entry(monkeypatch):
+    monkeypatch.setitem(registry.SOLVERS, "nobias_only", registry.SolverEntry(
+        name="osqp", reference="cvxpy", bias=False, machines=("ww", "cs")))
+    cases = build_matrix(problems=["blobs-q2"], Cs=[1.0], solvers=["nobias_only"])
+    assert len(cases) == 2 * 2  # two machines x two kernels, no bias rows
+    assert all(not c.bias and c.machine in ("ww", "cs") for c in cases)
+    assert all(c.solvers == ("nobias_only",) for c in cases)
+
+
+def test_failed_solver_is_a_failed_row(monkeypatch):
+    monkeypatch.setitem(registry.SOLVERS, "broken", registry.SolverEntry(
+        name="no-such-solver", reference="cvxpy"))
+    (case,) = build_matrix(problems=["blobs-q2"], Cs=[1.0], machines=["ww"], biases=[False],
+                           kernels=["linear"], solvers=["broken"])
+    (row,) = run_case(case)
+    assert not row["passed"] and "status" in row["failed"]
+    assert "no-such-solver" in row["info"]["error"]
+
+
+def test_filter_and_matrix_size():
+    cases = build_matrix()
+    generated = {c.problem for c in cases if PROBLEMS[c.problem].kind == "generated"}
+    assert len(generated) >= 10
+    assert {"iris", "wine", "glass", "vowel"} <= {c.problem for c in cases}
+    for problem in generated:
+        combos = {(c.machine, c.bias, c.kernel) for c in cases if c.problem == problem}
+        assert len(combos) == 4 * 2 * 2
+    only = build_matrix(name_filter="iris/C=0.1/llw/bias/rbf/osqp")
+    assert len(only) == 1 and only[0].solvers == ("osqp",)
+
+
+def test_problems_are_seeded_and_small():
+    for spec in PROBLEMS.values():
+        X, y = spec.load()
+        X2, y2 = spec.load()
+        np.testing.assert_array_equal(X, X2)
+        np.testing.assert_array_equal(y, y2)
+        assert X.shape[0] == len(y) <= 200
+        assert np.array_equal(np.unique(y), np.arange(y.max() + 1))
+    assert datasets_dir().name == "datasets"
+
+
+def test_stratified_subsample_keeps_every_class():
+    y = np.repeat([0, 1, 2, 3], [50, 30, 15, 5])
+    idx = _stratified_subsample(y, 20, seed=0)
+    assert len(idx) == 20
+    assert set(y[idx]) == {0, 1, 2, 3}
+    np.testing.assert_array_equal(idx, _stratified_subsample(y, 20, seed=0))

@@ -1,0 +1,222 @@
+"""``python -m validation``: run the validation matrix, print a table, write JSON.
+
+Examples (from the repository root)::
+
+    python -m validation                      # the full matrix, 2 worker processes
+    python -m validation --quick              # a few rows (used by the tests)
+    python -m validation --filter wine/ --jobs 1
+    python -m validation --json /tmp/v.json
+
+The exit code is 1 when any row fails, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from validation.checks import CHECKS, build_matrix, run_case
+from validation.problems import QUICK_PROBLEMS
+from validation.registry import SOLVERS
+
+DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "latest.json"
+
+#: The --quick subset: one small problem, C = 1, every machine, kernel and bias setting.
+QUICK = dict(problems=QUICK_PROBLEMS, Cs=(1.0,))
+
+_HEADER = (f"{'problem':<13} {'m':>4} {'Q':>3} {'C':>5} {'machine':<6} {'bias':<5} {'kernel':<6} "
+           f"{'solver':<6} {'dual obj':>14} {'rel.diff':>8} {'gap':>9} {'KKT':>8} {'time':>6}  "
+           "result")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m validation",
+        description="Cross-check msvm's solvers on a matrix of problems, machines, "
+                    "kernels and bias settings.")
+    parser.add_argument("--quick", action="store_true",
+                        help="run a small subset (a handful of rows, for the test-suite)")
+    parser.add_argument("--filter", default=None, metavar="TEXT",
+                        help="keep only rows whose name contains TEXT, e.g. 'iris/' or "
+                             "'/msvm2/bias/rbf' (row names: "
+                             "problem/C=../machine/bias|nobias/kernel/solver)")
+    parser.add_argument("--json", default=str(DEFAULT_JSON), metavar="PATH",
+                        help="where to write the results (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="N",
+                        help="parallel worker processes (joblib; default: %(default)s)")
+    parser.add_argument("--solvers", default=None, metavar="A,B",
+                        help="comma-separated registered solvers to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the row names and exit")
+    return parser.parse_args(argv)
+
+
+def _fmt(x, spec: str, width: int) -> str:
+    return f"{'-':>{width}}" if x is None else format(x, spec).rjust(width)
+
+
+def format_row(row: dict) -> str:
+    result = "PASS" if row["passed"] else "FAIL " + ",".join(row["failed"])
+    return (f"{row['problem']:<13} {row['m']:>4} {row['Q']:>3} {row['C']:>5g} "
+            f"{row['machine']:<6} {('yes' if row['bias'] else 'no'):<5} {row['kernel']:<6} "
+            f"{row['solver']:<6} {_fmt(row.get('dual_objective'), '.8g', 14)} "
+            f"{_fmt(row.get('dual_rel_diff'), '.1e', 8)} {_fmt(row.get('relative_gap'), '.1e', 9)} "
+            f"{_fmt(row.get('kkt_residual'), '.1e', 8)} {_fmt(row.get('time'), '.2f', 6)}  "
+            f"{result}")
+
+
+def thresholds_table(solvers) -> list[str]:
+    lines = ["Thresholds:"]
+    for name in solvers:
+        entry = SOLVERS[name]
+        t = entry.thresholds
+        lines.append(
+            f"  {name:<6} (vs {entry.reference}; {entry.tol_arg}="
+            f"{'default' if entry.tol is None else entry.tol}): "
+            f"status optimal; dual rel. diff <= {t.dual_rel_diff:g}; KKT residual <= "
+            f"{t.kkt_residual:g}; -{t.weak_duality:g} <= rel. gap <= {t.relative_gap:g}; "
+            f"equality <= {t.equality:g} (x C); predictions agree >= "
+            f"{t.prediction_agreement:.1%}; b diff <= {t.b_diff:g} where b unique "
+            f"(b_method 'kkt' for both)")
+    return lines
+
+
+def _worst(rows: list[dict]) -> dict:
+    def worst(key, fn=max, where=None):
+        vals = [r[key] for r in rows if r.get(key) is not None and (where is None or where(r))]
+        return fn(vals) if vals else None
+
+    return {
+        "dual_rel_diff": worst("dual_rel_diff"),
+        "kkt_residual": worst("kkt_residual"),
+        "relative_gap_max": worst("relative_gap"),
+        "relative_gap_min": worst("relative_gap", min),
+        "equality_residual": worst("equality_residual", where=lambda r: r["bias"]),
+        "prediction_agreement": worst("prediction_agreement", min),
+        "b_diff_unique": worst("b_diff", where=lambda r: r.get("b_unique")),
+        "max_time": worst("time"),
+    }
+
+
+def summarize(rows: list[dict], elapsed: float) -> dict:
+    return {
+        "n_rows": len(rows),
+        "n_pass": sum(r["passed"] for r in rows),
+        "n_fail": sum(not r["passed"] for r in rows),
+        "total_time": elapsed,
+        "solver_time": sum(r.get("time", 0.0) for r in rows),
+        "failed_rows": [r["name"] for r in rows if not r["passed"]],
+        "failures_by_check": {c: sum(c in r["failed"] for r in rows) for c in CHECKS},
+        "worst": _worst(rows),
+        "worst_passing": _worst([r for r in rows if r["passed"]]),
+        "n_b_unique": sum(bool(r.get("b_unique")) for r in rows if r["bias"]),
+        "n_bias_rows": sum(r["bias"] for r in rows),
+    }
+
+
+def _print_worst(label: str, w: dict, summary: dict, out) -> None:
+    print(f"{label}: dual rel. diff {_fmt(w['dual_rel_diff'], '.2e', 0)}, KKT residual "
+          f"{_fmt(w['kkt_residual'], '.2e', 0)}, rel. gap in "
+          f"[{_fmt(w['relative_gap_min'], '.2e', 0)}, {_fmt(w['relative_gap_max'], '.2e', 0)}], "
+          f"equality {_fmt(w['equality_residual'], '.2e', 0)}, prediction agreement "
+          f"{_fmt(w['prediction_agreement'], '.4f', 0)}, b diff (unique b, "
+          f"{summary['n_b_unique']}/{summary['n_bias_rows']} bias rows) "
+          f"{_fmt(w['b_diff_unique'], '.2e', 0)}, slowest row {_fmt(w['max_time'], '.1f', 0)} s",
+          file=out)
+
+
+def run(argv=None, out=sys.stdout) -> int:
+    """Run the matrix as the command line does; returns the exit code."""
+    args = parse_args(argv)
+    solvers = None if args.solvers is None else [s.strip() for s in args.solvers.split(",")]
+    if solvers:
+        unknown = [s for s in solvers if s not in SOLVERS]
+        if unknown:
+            print(f"Unknown solver(s) {unknown}; registered: {list(SOLVERS)}", file=sys.stderr)
+            return 2
+    matrix = dict(QUICK) if args.quick else {}
+    cases = build_matrix(solvers=solvers, name_filter=args.filter, **matrix)
+    used = solvers or list(SOLVERS)
+    if args.list:
+        for case in cases:
+            for s in case.solvers:
+                print(case.row_name(s), file=out)
+        return 0
+    if not cases:
+        print("No rows match.", file=sys.stderr)
+        return 2
+
+    print("\n".join(thresholds_table(used)), file=out)
+    n_rows = sum(len(c.solvers) for c in cases)
+    print(f"\nRunning {n_rows} rows ({len(cases)} training problems) with {args.jobs} job(s)...\n",
+          file=out)
+    print(_HEADER, file=out)
+    print("-" * len(_HEADER), file=out)
+    out.flush()
+
+    start = time.perf_counter()
+    by_case = {}
+    if args.jobs == 1:
+        for case in cases:
+            by_case[case.name] = run_case(case)
+            for row in by_case[case.name]:
+                print(format_row(row), file=out)
+            out.flush()
+    else:
+        from joblib import Parallel, delayed
+
+        # Expensive cases first (better load balance); the table keeps the matrix order.
+        order = sorted(cases, key=lambda c: -c.cost())
+        progress = sys.stderr.isatty()
+        results = Parallel(n_jobs=args.jobs, return_as="generator_unordered", batch_size=1)(
+            delayed(run_case)(case) for case in order)
+        for k, case_rows in enumerate(results, 1):
+            by_case[case_rows[0]["case"]] = case_rows
+            if progress:
+                print(f"\r  {k}/{len(cases)} problems solved", end="", file=sys.stderr)
+        if progress:
+            print(file=sys.stderr)
+        for case in cases:
+            for row in by_case[case.name]:
+                print(format_row(row), file=out)
+    rows = [row for case in cases for row in by_case[case.name]]
+    elapsed = time.perf_counter() - start
+
+    summary = summarize(rows, elapsed)
+    print("-" * len(_HEADER), file=out)
+    print(f"Summary: {summary['n_rows']} rows, {summary['n_pass']} pass, "
+          f"{summary['n_fail']} fail, total time {elapsed:.1f} s "
+          f"(solver time {summary['solver_time']:.1f} s, {args.jobs} job(s))", file=out)
+    for label, key in (("Worst (all rows)", "worst"), ("Worst (passing rows)", "worst_passing")):
+        _print_worst(label, summary[key], summary, out)
+    if summary["n_fail"]:
+        print("Failed rows:", file=out)
+        for r in rows:
+            if not r["passed"]:
+                print(f"  {r['name']}: {', '.join(r['failed'])} (status {r.get('status')}, "
+                      f"reference {r.get('reference_status')})", file=out)
+
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "thresholds": {name: SOLVERS[name].describe() for name in used},
+        "summary": summary,
+        "rows": rows,
+        "meta": {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
+                 "quick": args.quick, "filter": args.filter, "python": platform.python_version(),
+                 "platform": platform.platform()},
+    }
+    path.write_text(json.dumps(payload, indent=1, allow_nan=False))
+    print(f"Wrote {path}", file=out)
+    return 1 if summary["n_fail"] else 0
+
+
+def main(argv=None) -> None:
+    sys.exit(run(argv))
+
+
+if __name__ == "__main__":
+    main()

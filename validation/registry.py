@@ -1,0 +1,156 @@
+"""Solvers under test, their references and their pass/fail thresholds.
+
+One :class:`SolverEntry` per solver.  Adding a solver to the validation suite
+is one call to :func:`register` (or one more item in :data:`SOLVERS` below)::
+
+    register(SolverEntry(
+        name="s2do",                 # key of msvm.solvers.SOLVERS
+        reference="cvxpy",           # checked against this solver's answer
+        bias=True, no_bias=True,     # which fit_intercept values it handles
+        tol_arg="tol", tol=1e-8,     # keyword and value of its tolerance
+        thresholds=Thresholds(dual_rel_diff=1e-6, kkt_residual=1e-6, ...),
+    ))
+
+Rows for a fit_intercept value the solver does not handle are not generated
+(they are not failures), and ``machines=`` restricts a solver to some rows of
+the machine table (e.g. an online solver written for LLW and CS only).
+
+The two reference solvers are cross-checked against each other: 'cvxpy'
+(Clarabel, an interior-point method) and 'osqp' (ADMM with solution
+polishing) share nothing but the QP assembly of :mod:`msvm.solvers._qp`, so an
+agreement of their dual objectives to 1e-6 is independent evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["Thresholds", "SolverEntry", "SOLVERS", "register", "get_entry"]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Pass/fail limits of one solver's rows (see README.md for the reasons).
+
+    dual_rel_diff
+        |D − D_ref| / max(|D_ref|, 1) ≤ this (D in its maximisation form).
+    kkt_residual
+        ``Diagnostics.kkt_residual`` (largest scaled KKT residual) ≤ this.
+    relative_gap
+        ``Diagnostics.relative_gap`` ≤ this ...
+    weak_duality
+        ... and ≥ −this (P ≥ D must hold up to round-off).
+    equality
+        max_c |Σ_{i,p} ν̄_{y_i,p,c} α_ip| / scale ≤ this, with scale = C for the
+        hinge loss and max(C, max α) for the quadratic loss (bias rows only).
+    prediction_agreement
+        fraction of training points whose predicted class agrees with the
+        reference's ≥ this.  A point agrees when both predict the same class
+        or when it is a numerical tie: each solution's predicted class scores
+        within ``prediction_tie_tol`` · max(1, ‖h_ref‖∞) of the other's maximum
+        (Crammer–Singer optima equalise the top wrong-class scores, so exact
+        ties are common and their argmax is decided by round-off).
+    prediction_tie_tol
+        relative score difference under which two classes count as tied.
+    b_diff
+        ‖b − b_ref‖∞ / max(1, ‖b_ref‖∞) ≤ this, checked only where b is unique
+        (both solutions have ``Diagnostics.b_method == 'kkt'``).
+    """
+
+    dual_rel_diff: float = 1e-6
+    kkt_residual: float = 1e-6
+    relative_gap: float = 1e-6
+    weak_duality: float = 1e-9
+    equality: float = 1e-9
+    prediction_agreement: float = 0.995
+    prediction_tie_tol: float = 1e-6
+    b_diff: float = 1e-4
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SolverEntry:
+    """How the validation suite runs and judges one solver.
+
+    Parameters
+    ----------
+    name : str
+        Key of :data:`msvm.solvers.SOLVERS`.
+    reference : str
+        Name of the registered solver whose answer this one is compared with.
+    bias, no_bias : bool
+        Whether the solver handles ``fit_intercept=True`` / ``False``.
+    tol_arg : str or None
+        Name of the keyword of ``solve`` that sets its tolerance (None: none).
+    tol : float or None
+        Value passed as ``tol_arg`` (None: the solver's own default).
+    options : dict
+        Further keywords passed to ``solve``.
+    thresholds : Thresholds
+        Pass/fail limits of its rows.
+    machines : tuple of str or None
+        Machines it is run on (None: all of them).
+    role : str
+        ``"reference"`` or ``"under_test"`` (informative only).
+    """
+
+    name: str
+    reference: str
+    bias: bool = True
+    no_bias: bool = True
+    tol_arg: str | None = "tol"
+    tol: float | None = None
+    options: dict = field(default_factory=dict)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    machines: tuple[str, ...] | None = None
+    role: str = "under_test"
+
+    def handles(self, machine: str, fit_intercept: bool) -> bool:
+        """Whether this solver is run on a (machine, bias) combination."""
+        if self.machines is not None and machine not in self.machines:
+            return False
+        return self.bias if fit_intercept else self.no_bias
+
+    def solve_kwargs(self) -> dict:
+        kwargs = dict(self.options)
+        if self.tol_arg is not None and self.tol is not None:
+            kwargs[self.tol_arg] = self.tol
+        return kwargs
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "reference": self.reference,
+            "role": self.role,
+            "bias": self.bias,
+            "no_bias": self.no_bias,
+            "tol_arg": self.tol_arg,
+            "tol": self.tol,
+            "options": dict(self.options),
+            "machines": None if self.machines is None else list(self.machines),
+            "thresholds": self.thresholds.as_dict(),
+        }
+
+
+#: Registered solvers, in the order their rows appear.
+SOLVERS: dict[str, SolverEntry] = {}
+
+
+def register(entry: SolverEntry) -> SolverEntry:
+    """Add (or replace) a solver of the validation suite."""
+    SOLVERS[entry.name] = entry
+    return entry
+
+
+def get_entry(name: str) -> SolverEntry:
+    if name not in SOLVERS:
+        raise KeyError(f"Solver {name!r} is not registered for validation; known: {list(SOLVERS)}.")
+    return SOLVERS[name]
+
+
+# The reference solvers, each the other's reference.  Both are run at their own
+# (tight) default tolerances: Clarabel at 1e-11, OSQP at eps 1e-10 + polishing.
+register(SolverEntry(name="cvxpy", reference="osqp", tol_arg="tol", tol=None, role="reference"))
+register(SolverEntry(name="osqp", reference="cvxpy", tol_arg="tol", tol=None, role="reference"))
