@@ -114,3 +114,43 @@ def test_verbose_progress(capsys):
     _s2do().solve(problem, tol=TOL, verbose=True)
     out = capsys.readouterr().out
     assert "s2do: iter" in out and "violation" in out
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_cached_violations_are_upper_bounds(model):
+    """The lazily refreshed per-example violations never under-estimate the true ones."""
+    from msvm._core._s2do import S2DOState
+    from msvm.solvers.s2do import _fast_tables, _tables
+
+    name, X, y, C = CASES[7]
+    problem = make_problem(model, X, y, C=C)
+    alpha = problem.zeros()
+    tables = _tables(problem)
+    fast = _fast_tables(problem, tables)
+    assert fast is not None
+    state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
+                      shift=problem.kernel_shift, tol=TOL, centred=problem.machine.sum_to_zero,
+                      shrinking=False, fast=fast, **tables)
+    C_cap = problem.upper_bound
+    for _ in range(150):
+        if state.run(1, 1e9) == 0:
+            break
+        cached = state._debug_state()
+        g = problem.gradient(alpha, cached["F"] - (cached["F"].mean(1, keepdims=True)
+                                                    if problem.machine.sum_to_zero else 0))
+        for e in range(problem.n_samples):
+            act, a, ge = problem.active[e], alpha[e], g[e]
+            pos = (a > 0) & act
+            v = 0.0
+            if problem.machine.loss == "squared":
+                v = max(v, float((-ge[act]).max()))
+            elif problem.machine.max_loss:
+                if a.sum() < C_cap * (1 - 1e-12):
+                    v = max(v, float((-ge[act]).max()))
+                if pos.any():
+                    v = max(v, float(ge[pos].max()), float(ge[pos].max() - ge[act].min()))
+            else:
+                v = max(v, float((-ge[act & (a < C_cap)]).max(initial=0.0)))
+            if pos.any():
+                v = max(v, float(ge[pos].max()))
+            assert v <= cached["viol"][e] + 1e-10, (e, v, cached["viol"][e])

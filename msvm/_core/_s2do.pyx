@@ -283,6 +283,7 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] aup
     cdef Py_ssize_t[::1] adn
     cdef Py_ssize_t[::1] aall
+    cdef unsigned char[::1] stale
 
     # Scratch (two rows of β deltas, per-group extremes).
     cdef double* dbeta      # 2 × Q
@@ -372,6 +373,7 @@ cdef class S2DOState:
         self.aup = np.full(self.m, -1, dtype=np.intp)
         self.adn = np.full(self.m, -1, dtype=np.intp)
         self.aall = np.full(self.m, -1, dtype=np.intp)
+        self.stale = np.zeros(self.m, dtype=np.uint8)
         self.n_work = self.m
         self.shrink_interval = 1000
         self.shrink_margin = 1.0
@@ -528,6 +530,7 @@ cdef class S2DOState:
         self.adn[e] = ad
         self.hall[e] = ha
         self.aall[e] = aa
+        self.stale[e] = 0
 
     cdef inline void _fast_violation(self, Py_ssize_t e) noexcept nogil:
         cdef double v = 0.0, w, sg = self.sigma[e]
@@ -542,7 +545,8 @@ cdef class S2DOState:
             if w > v:
                 v = w
                 bp = self.adn[e]
-            if self.max_loss and self.aall[e] != self.adn[e]:
+            # (Stale extremes may name the same slot with different values: still a bound.)
+            if self.max_loss and (self.aall[e] != self.adn[e] or self.stale[e]):
                 w = self.hdn[e] - self.hall[e]
                 if w > v:
                     v = w
@@ -592,11 +596,20 @@ cdef class S2DOState:
     cdef void _find_max(self) noexcept nogil:
         cdef Py_ssize_t t, e, best_e = -1
         cdef double best = -1.0
-        for t in range(self.n_work):
-            e = self.work_idx[t]
-            if self.viol[e] > best:
-                best = self.viol[e]
-                best_e = e
+        while True:
+            best_e = -1
+            best = -1.0
+            for t in range(self.n_work):
+                e = self.work_idx[t]
+                if self.viol[e] > best:
+                    best = self.viol[e]
+                    best_e = e
+            if self.fast and best_e >= 0 and self.stale[best_e]:
+                # viol of a stale example is an upper bound: make it exact, look again.
+                self._rescan(best_e)
+                self._fast_violation(best_e)
+                continue
+            break
         self.max_violation = best if best > 0 else 0.0
         self.next_i = best_e if best > 0 else -1
         if self.next_i >= 0:
@@ -685,6 +698,12 @@ cdef class S2DOState:
                     if s < 0:
                         continue
                     g2 = self._grad(e, s)
+                    if self.stale[e]:
+                        # Stale extremes: check that the slot really can move.
+                        r2 = self.slack[ye, s]
+                        if not ((g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim))
+                                or (g2 > 0 and self.alpha[e, s] > 0)):
+                            continue
                     h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
                     h12 = Mrow[ye * P + s] * kie
                     gn = _gain(g1, g2, h11, h12, h22)
@@ -858,6 +877,7 @@ cdef class S2DOState:
         cdef Py_ssize_t* aall = &self.aall[0]
         cdef Py_ssize_t* wp = &self.wp[0]
         cdef Py_ssize_t* wq = &self.wq[0]
+        cdef unsigned char* stale = &self.stale[0]
         # Changed columns of F (= changed slots), without duplicates.
         for j in range(self.ncols[0] + self.ncols[1]):
             r = c0[j] if j < self.ncols[0] else c1[j - self.ncols[0]]
@@ -881,7 +901,7 @@ cdef class S2DOState:
             if e == i or e == k or nc >= 64:
                 self._rescan(e)
             else:
-                dirty = False
+                dirty = stale[e]
                 hu = hup[e]
                 hd = hdn[e]
                 ha = hall[e]
@@ -912,38 +932,22 @@ cdef class S2DOState:
                             aa = s
                         elif aa == s:
                             dirty = True
-                if dirty:
-                    self._rescan(e)
-                else:
-                    hup[e] = hu
-                    hdn[e] = hd
-                    hall[e] = ha
-                    aup[e] = au
-                    adn[e] = ad
-                    aall[e] = aa
-            # The violation (as _fast_violation).
-            v = 0.0
-            bp = -1
-            bq = -1
-            if aup[e] >= 0:
-                w = -sigma[e] - hup[e]
-                if w > v:
-                    v = w
-                    bp = aup[e]
-            if adn[e] >= 0:
-                w = sigma[e] + hdn[e]
-                if w > v:
-                    v = w
-                    bp = adn[e]
-                if max_loss and aall[e] != adn[e]:
-                    w = hdn[e] - hall[e]
-                    if w > v:
-                        v = w
-                        bp = adn[e]
-                        bq = aall[e]
-            viol[e] = v
-            wp[e] = bp
-            wq[e] = bq
+                # An extreme whose slot moved away is kept at its old value: a
+                # bound, so viol[e] is an upper bound while the example is stale.
+                hup[e] = hu
+                hdn[e] = hd
+                hall[e] = ha
+                aup[e] = au
+                adn[e] = ad
+                aall[e] = aa
+                stale[e] = dirty
+            self._fast_violation(e)
+            v = viol[e]
+            if v > best and stale[e]:
+                # Only an example that would lead is made exact (lazy rescans).
+                self._rescan(e)
+                self._fast_violation(e)
+                v = viol[e]
             if v > best:
                 best = v
                 best_e = e
@@ -1091,3 +1095,11 @@ cdef class S2DOState:
                 self._gradient(e)
         return 0.5 * float(np.sum(alpha * (G + gamma * np.asarray(self.active)[np.asarray(self.y)])))\
             - float(np.sum(gamma * alpha))
+
+    def _debug_state(self):
+        """Cached per-example quantities (for tests and debugging)."""
+        return {name: np.array(arr) for name, arr in (
+            ("viol", self.viol), ("wp", self.wp), ("wq", self.wq), ("sigma", self.sigma),
+            ("hup", self.hup), ("hdn", self.hdn), ("hall", self.hall), ("aup", self.aup),
+            ("adn", self.adn), ("aall", self.aall), ("stale", self.stale), ("F", self.F),
+            ("gsum", self.gsum))}
