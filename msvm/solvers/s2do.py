@@ -18,6 +18,7 @@ solver's own value at the stopping point.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -128,8 +129,20 @@ def _start(problem: DualProblem, warm_start) -> np.ndarray:
     return np.ascontiguousarray(alpha)
 
 
+@contextmanager
+def _blas_threads(n):
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=int(n), user_api="blas"):
+        yield
+
+
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
-          cache_size: float = 200.0, shrinking: bool = True, fast: bool = True) -> DualSolution:
+          cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
+          blas_threads: int | None = 1) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -155,6 +168,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         per-example extremes, second variable among each example's most
         violating one) when the machine allows it; ``False`` forces the
         generic loop (exact Algorithm 4 over all variables, O(m·P) per step).
+    blas_threads : int or None
+        BLAS threads for the Gram-row products while the loop runs (default
+        1; None leaves the BLAS library's setting).  A row is one ``dgemv``
+        of m × d, too small to share: OpenBLAS's worker threads then
+        busy-wait between calls and take the core the loop runs on (measured
+        on usps, m = 2000: 12.7 s with the default threads, 1.8 s with one).
 
     Returns
     -------
@@ -173,15 +192,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     cache = problem.kernel.cache(cache_size)
     C = problem.upper_bound
     tables = _tables(problem)
-    state = S2DOState(
-        cache, problem.y, alpha, C=float(C), shift=float(problem.kernel_shift), tol=tol,
-        centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
-        fast=_fast_tables(problem, tables) if fast else None, **tables,
-    )
+    with _blas_threads(blas_threads):  # the constructor computes the rows of a warm start
+        state = S2DOState(
+            cache, problem.y, alpha, C=float(C), shift=float(problem.kernel_shift), tol=tol,
+            centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
+            fast=_fast_tables(problem, tables) if fast else None, **tables,
+        )
     n_start = state.n_iter
     while True:
         remaining = budget - (state.n_iter - n_start)
-        code = state.run(max(remaining, 0), 1.0 if verbose else np.inf)
+        with _blas_threads(blas_threads):
+            code = state.run(max(remaining, 0), 1.0 if verbose else np.inf)
         if verbose:
             hits = cache.n_hits / max(cache.n_hits + cache.n_misses, 1)
             print(
