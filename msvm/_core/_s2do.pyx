@@ -38,13 +38,37 @@ and the slot(s) realising it (``wp[e]``, ``wq[e]``).  Violations are in
 gradient units, as in :func:`msvm.diagnostics.kkt_violation`: −g if α may
 increase (its group is below C, or no upper bound), g if α > 0, and, in a
 slack group shared by several slots (CS), the pair violation g_p − g_q of
-moving mass from p (α_p > 0) to q.  After a step the update pass refreshes F
-for all m examples and the gradients and ``viol`` of the examples still in
-the working set, tracking the maximum on the way, so the next first
-variable costs nothing extra.  The first-variable rule of §5.2.1: if an
-example's best move is a pair of one slack group and it beats every single
-variable, that pair is the working set; otherwise the single variable is
-the first one and the second is searched over all movable variables.
+moving mass from p (α_p > 0) to q.  The first-variable rule of §5.2.1: if
+an example's best move is a pair of one slack group and it beats every
+single variable, that pair is the working set; otherwise the single
+variable is the first one and the second is the best gain partner.
+
+Two loops share this state:
+
+* **generic** (any machine): after a step every example of the working set
+  gets its P gradients recomputed from F and its violation rescanned, and
+  the second variable is searched over all movable variables with the
+  exact gain of Algorithm 4: O(m·P) per iteration.
+* **fast** (machines whose constraint s of class y reads
+  ν_{y,s,·} = u_y − e_s, slot s ↔ class s, with all-singleton or one
+  all-slot slack groups: WW, CS, LLW, M-SVM²).  Then
+  g_es = σ_e + h_es with a per-example shift σ_e = u_y·F_e − κ_y S_e
+  (κ_y = mean_c ν_{y,s,c} when sum-to-zero) and a per-slot part
+  h_es = −F_es − γ_ys.  Each example keeps σ_e and three extremes of h with
+  their slots: min over the slots that may increase (``hup``), max over
+  those with α > 0 (``hdn``), min over all (``hall``, max-loss only); its
+  violation is max(−σ−hup, σ+hdn, hdn−hall).  A step changes a few
+  columns of F, i.e. σ_e and a few h_es of each example: σ is recomputed
+  in O(nnz u_y), and each changed h_es updates the extremes in O(1) unless
+  it was the extreme and moved away.  In that case the example is marked
+  *stale* and keeps the old extreme, which remains a bound (min from
+  below, max from above), so ``viol[e]`` is an upper bound of the true
+  violation; a stale example is rescanned (O(P)) only when its bound would
+  lead the running maximum, so the maximum found is exact and so is the
+  stopping test.  The second variable is searched among each example's
+  best single violator (plus every slot of the first variable's own
+  example): O(m) per iteration; on usps this does not change the number of
+  iterations measured against the exhaustive search.
 
 Shrinking: every ``shrink_interval`` iterations examples whose every
 variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
