@@ -24,7 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from msvm.diagnostics import diagnose
-from msvm.kernels import KERNELS, Kernel, resolve_gamma
+from msvm.kernels import KERNELS, Kernel, callable_block, resolve_gamma
 from msvm.machines import MACHINES, make_machine
 from msvm.problem import DualProblem
 from msvm.solvers import SOLVERS, get_solver, resolve_solver
@@ -322,7 +322,7 @@ default='rbf'
         if callable(self.kernel):
             # As in SVC, a callable kernel is evaluated once into the training Gram
             # matrix: f(X, Y) returns the whole (n_X, n_Y) block.
-            kernel = Kernel(self._callable_gram(X, X), "precomputed")
+            kernel = Kernel(callable_block(self.kernel, X, X), "precomputed")
         else:
             kernel = Kernel(X, self.kernel, gamma=gamma_, degree=self.degree, coef0=self.coef0)
         problem = DualProblem(make_machine(self.model, n_classes), y_codes, kernel, self.C,
@@ -403,16 +403,6 @@ default='rbf'
         return validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=False)
 
-    def _callable_gram(self, A, B) -> np.ndarray:
-        K = self.kernel(A, B)
-        K = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
-        if K.shape != (A.shape[0], B.shape[0]):
-            raise ValueError(
-                f"The kernel callable must return the ({A.shape[0]}, {B.shape[0]}) kernel "
-                f"matrix of its two arguments; it returned shape {K.shape}."
-            )
-        return K
-
     def _scores(self, X) -> np.ndarray:
         """h(x) for every row of X, shape (n_samples, n_classes)."""
         X = self._validate_for_predict(X)
@@ -423,7 +413,7 @@ default='rbf'
         if self._precomputed:
             return scores + np.asarray(X[:, self.support_] @ self.dual_coef_)
         if callable(self.kernel):
-            return scores + self._callable_gram(X, self.support_vectors_) @ self.dual_coef_
+            return scores + callable_block(self.kernel, X, self.support_vectors_) @ self.dual_coef_
         kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,
                         degree=self.degree, coef0=self.coef0)
         for begin in range(0, n, _PREDICT_CHUNK):

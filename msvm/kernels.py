@@ -68,6 +68,18 @@ def resolve_gamma(gamma, X) -> float:
 
 
 @dataclass
+def callable_block(kernel, A, B) -> np.ndarray:
+    """Evaluate a callable kernel ``kernel(A, B)`` and check it returns the block."""
+    K = kernel(A, B)
+    K = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
+    if K.shape != (A.shape[0], B.shape[0]):
+        raise ValueError(
+            f"The kernel callable must return the ({A.shape[0]}, {B.shape[0]}) kernel "
+            f"matrix of its two arguments; it returned shape {K.shape}."
+        )
+    return K
+
+
 class Kernel:
     """A kernel bound to its training points.
 
@@ -109,8 +121,13 @@ class Kernel:
 
     def block(self, A, B=None) -> np.ndarray:
         """Kernel matrix k(A_i, B_j) between two sets of points (not for precomputed)."""
-        metric = self.name if callable(self.name) else _SKLEARN_NAMES.get(self.name, self.name)
-        K = pairwise_kernels(A, self.X if B is None else B, metric=metric, **self._params())
+        B = self.X if B is None else B
+        if callable(self.name):
+            # A callable is a block kernel f(A, B); handing it to pairwise_kernels
+            # as a metric would call it once per pair of points.
+            return callable_block(self.name, A, B)
+        K = pairwise_kernels(A, B, metric=_SKLEARN_NAMES.get(self.name, self.name),
+                             **self._params())
         return np.asarray(K, dtype=np.float64)
 
     def gram(self, rows=None, cols=None) -> np.ndarray:

@@ -1,18 +1,22 @@
 """The unified dual as an explicit QP over the active variables (reference solvers).
 
-The Hessian is never formed from the m·P × m·P expansion directly: with
-K = L Lᵀ (an eigen-factor, negative eigenvalues from round-off clipped to
-zero, i.e. the smallest jitter that makes K PSD) and vec(β) = B α,
-
-    αᵀ H α = Σ_c ‖Lᵀ B_c α‖² + shift · ‖B α‖²
-
-so the QP is available both as a factor G (αᵀHα = ‖Gα‖²) and as a dense H.
-Backends use the factor when the kernel has low rank (k·Q < n), the dense H
-otherwise.
+The Hessian αᵀHα = Σ_c β̄_cᵀ K' β̄_c (K' = K + shift·I) is dense in α for
+machines whose constraints touch every class (LLW: each α_ik moves all Q
+centred coefficients).  So the backends do not get H: they get auxiliary
+variables u = vec(β̄ V), linked to α by a sparse equality u = W α, and the
+block-diagonal objective ½ Σ_r u_rᵀ K' u_r.  V is an orthonormal basis of the
+classes' space, reduced to the Q − 1 directions orthogonal to 1 when every
+coefficient row ν̄ sums to zero (all machines of the table: β̄ rows then sum to
+zero and nothing is lost).  For a low-rank kernel, K = L Lᵀ with L (m × k)
+from an eigen-decomposition (negative eigenvalues from round-off clipped to
+zero: the smallest jitter that makes K PSD), the factor form z_r = Lᵀ u_r
+with ½‖z‖² is used instead.  The dense H itself is formed only for the
+active-set polish (:func:`polish`).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,12 +25,19 @@ import scipy.sparse as sp
 
 from msvm.problem import DualProblem
 
+# The factor form is used when the kernel's numerical rank k is below this
+# fraction of m (it then has fewer non-zeros than the block-diagonal K').
+LOW_RANK_FRACTION = 0.5
+
 
 @dataclass
 class ExplicitQP:
-    """minimise ½‖G α‖² − tᵀα  s.t.  0 ≤ α,  S α ≤ C,  E α = 0."""
+    """minimise ½ Σ_r u_rᵀ K' u_r − tᵀα  s.t.  u = W α, 0 ≤ α, S α ≤ C, E α = 0."""
 
-    G: np.ndarray  # (k·Q [+ m·Q], n) factor of the Hessian
+    W: sp.csr_matrix  # (m·R, n) vec(β̄ V) = W α, block r holds rows r·m .. (r+1)·m
+    K: np.ndarray  # (m, m) Gram matrix (without the shift)
+    L: np.ndarray  # (m, k) factor, K ≈ L Lᵀ
+    shift: float  # k' = k + shift·δ_ij (M-SVM²)
     targets: np.ndarray  # (n,)
     S: sp.csr_matrix  # (n_groups, n) slack-group membership (empty for squared loss)
     group: np.ndarray  # (n,) row of S holding each variable (-1 for squared loss)
@@ -37,10 +48,28 @@ class ExplicitQP:
 
     @property
     def n(self) -> int:
-        return self.G.shape[1]
+        return self.W.shape[1]
+
+    @property
+    def m(self) -> int:
+        return self.K.shape[0]
+
+    @property
+    def n_blocks(self) -> int:
+        return self.W.shape[0] // self.m
+
+    @property
+    def low_rank(self) -> bool:
+        return self.L.shape[1] < LOW_RANK_FRACTION * self.m
 
     def hessian(self) -> np.ndarray:
-        return self.G.T @ self.G
+        """Dense H = Σ_r W_rᵀ K' W_r (n × n)."""
+        Kp = self.K + self.shift * np.eye(self.m)
+        H = np.zeros((self.n, self.n))
+        for r in range(self.n_blocks):
+            Wr = self.W[r * self.m : (r + 1) * self.m]
+            H += np.asarray(Wr.T @ (Kp @ Wr.toarray()))
+        return H
 
     def to_alpha(self, problem: DualProblem, x: np.ndarray) -> np.ndarray:
         alpha = problem.zeros()
@@ -48,25 +77,36 @@ class ExplicitQP:
         return alpha
 
 
-def kernel_factor(problem: DualProblem) -> tuple[np.ndarray, int]:
+def kernel_factor(K: np.ndarray) -> np.ndarray:
     """L with K ≈ L Lᵀ (eigenvalues below round-off dropped, negative ones clipped)."""
-    K = problem.kernel.gram()
     w, V = np.linalg.eigh(0.5 * (K + K.T))
     keep = w > max(w.max(initial=0.0), 0.0) * 1e-13
-    return V[:, keep] * np.sqrt(w[keep]), K.size
+    return V[:, keep] * np.sqrt(w[keep])
+
+
+def class_basis(problem: DualProblem) -> np.ndarray:
+    """V (Q × R): orthonormal basis of the space the centred coefficients live in."""
+    Q = problem.n_classes
+    if np.allclose(problem.nu.sum(axis=2), 0.0):
+        # Columns of the centring matrix I − 11ᵀ/Q, orthonormalised.
+        return np.linalg.svd(np.eye(Q) - 1.0 / Q)[0][:, : Q - 1]
+    return np.eye(Q)
 
 
 def build(problem: DualProblem) -> ExplicitQP:
     """Assemble the explicit QP of ``problem``."""
-    L, n_evals = kernel_factor(problem)
-    Q = problem.n_classes
-    B = problem.beta_operator()  # (m·Q, n) row-major over (i, c)
-    blocks = [(B[c::Q].T @ L).T for c in range(Q)]  # Lᵀ B_c, (k, n) each
-    if problem.kernel_shift:
-        blocks.append(np.sqrt(problem.kernel_shift) * B.toarray())
-    G = np.vstack([np.asarray(blk) for blk in blocks])
+    K = problem.kernel.gram()
+    m = problem.n_samples
+    V = class_basis(problem)
     ii, pp = problem.flat_index()
     n = len(ii)
+    coeffs = problem.nu[problem.y[ii], pp] @ V  # (n, R): row of β̄V each variable moves
+    R = V.shape[1]
+    rows = (np.arange(R)[None, :] * m + ii[:, None]).ravel()
+    cols = np.repeat(np.arange(n), R)
+    vals = coeffs.ravel()
+    keep = np.abs(vals) > 1e-15
+    W = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m * R, n))
     if problem.machine.loss == "hinge":
         group = ii * problem.machine.n_slacks + problem.slack[ii, pp]
         _, group = np.unique(group, return_inverse=True)
@@ -78,8 +118,9 @@ def build(problem: DualProblem) -> ExplicitQP:
         E = problem.equality_matrix().reshape(-1, problem.n_samples, problem.n_slots)[:, ii, pp]
     else:
         E = np.zeros((0, n))
-    return ExplicitQP(G=G, targets=problem.targets[ii, pp], S=S, group=group, E=E, ii=ii, pp=pp,
-                      n_kernel_evaluations=n_evals)
+    return ExplicitQP(W=W, K=K, L=kernel_factor(K), shift=problem.kernel_shift,
+                      targets=problem.targets[ii, pp], S=S, group=group, E=E, ii=ii, pp=pp,
+                      n_kernel_evaluations=K.size)
 
 
 def clean(problem: DualProblem, qp: ExplicitQP, x: np.ndarray) -> np.ndarray:
@@ -109,8 +150,8 @@ def polish(problem: DualProblem, qp: ExplicitQP, x: np.ndarray):
 
     from msvm.diagnostics import diagnose
 
-    # These dense systems are small; multi-threaded LAPACK only adds contention.
-    with threadpool_limits(limits=1):
+    # Small dense systems gain nothing from LAPACK threads, only contention.
+    with threadpool_limits(limits=1 if qp.n < 1000 else None):
         return _polish(problem, qp, x, diagnose)
 
 
@@ -123,6 +164,8 @@ def _polish(problem, qp, x, diagnose):
         return diagnose(problem, qp.to_alpha(problem, v)).kkt_residual
 
     best, best_res, best_lam = x, residual(x), None
+    if best_res <= 1e-12:
+        return best, best_lam, best_res
     # Fine thresholds suit interior-point answers, coarse ones stalled ADMM iterates.
     for threshold in (1e-6, 1e-8, 1e-10, 1e-4, 1e-3, 1e-2):
         free = x > threshold * scale
@@ -133,19 +176,35 @@ def _polish(problem, qp, x, diagnose):
         res = residual(cand)
         if res < best_res:
             best, best_res, best_lam = cand, res, lam
-        if best_res <= 1e-13:
+        if best_res <= 1e-12:
             break
     return best, best_lam, best_res
 
 
-def _active_set(qp: ExplicitQP, H, free, full, C, scale, max_iter=30):
-    """Primal-dual active-set iterations from (free, full); (x, λ_E) or (None, None)."""
+def _active_set(qp: ExplicitQP, H, free, full, C, scale):
+    """Primal-dual active-set iterations from (free, full); (x, λ_E) or (None, None).
+
+    First every violator changes side at once (fast when the guess is close);
+    if that cycles, one change per iteration, the most violated first.
+    """
+    for one_at_a_time, max_iter in ((False, 30), (True, 300)):
+        result = _active_set_pass(qp, H, free.copy(), full.copy(), C, scale, one_at_a_time,
+                                  max_iter)
+        if result[0] is not None:
+            return result
+    return None, None
+
+
+def _active_set_pass(qp, H, free, full, C, scale, one_at_a_time, max_iter):
     tol_x, tol_g = 1e-13 * scale, 1e-11
     for _ in range(max_iter):
         x, mult = _solve_on_active_set(qp, H, free, full, C)
         negative = free & (x < -tol_x)
         over = ((qp.S @ x > C + tol_x) & ~full) if full.size else full
         if negative.any() or over.any():
+            if one_at_a_time and negative.any():
+                negative = np.zeros_like(free)
+                negative[np.argmin(np.where(free, x, np.inf))] = True
             free = free & ~negative
             full = full | over
             continue
@@ -158,6 +217,10 @@ def _active_set(qp: ExplicitQP, H, free, full, C, scale, max_iter=30):
         loose[np.flatnonzero(full)[mu < -tol_g]] = True
         if not release.any() and not loose.any():
             return np.maximum(x, 0.0), lam
+        if one_at_a_time and release.any():
+            release = np.zeros_like(free)
+            release[np.argmin(np.where(~free, g, np.inf))] = True
+            loose[:] = False
         free = free | release
         full = full & ~loose
     return None, None
@@ -173,9 +236,14 @@ def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
     rhs = np.concatenate([np.full(int(full.sum()), C), np.zeros(qp.E.shape[0])])
     nf = int(free.sum())
     kkt = np.block([[H[np.ix_(free, free)], A.T], [A, np.zeros((A.shape[0], A.shape[0]))]])
-    # Least squares: H restricted to the free set is singular for low-rank kernels.
-    sol = scipy.linalg.lstsq(kkt, np.concatenate([qp.targets[free], rhs]),
-                             lapack_driver="gelsy", check_finite=False)[0]
+    rhs = np.concatenate([qp.targets[free], rhs])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            sol = scipy.linalg.solve(kkt, rhs, assume_a="sym", check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+        # H restricted to the free set is singular for low-rank kernels.
+        sol = scipy.linalg.lstsq(kkt, rhs, lapack_driver="gelsy", check_finite=False)[0]
     x = np.zeros(qp.n)
     x[free] = sol[:nf]
     return x, sol[nf:]

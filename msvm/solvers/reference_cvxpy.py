@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import _qp
@@ -49,14 +50,20 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     start = time.perf_counter()
     qp = _qp.build(problem)
     x = cp.Variable(qp.n)
-    constraints = [x >= 0]
+    u = cp.Variable(qp.W.shape[0])
+    constraints = [x >= 0, u == qp.W @ x]
     if qp.S.shape[0]:
         constraints.append(qp.S @ x <= problem.C)
     equality = None
     if qp.E.shape[0]:
         equality = qp.E @ x == 0
         constraints.append(equality)
-    objective = cp.Minimize(0.5 * cp.sum_squares(qp.G @ x) - qp.targets @ x)
+    # ½ Σ_r u_rᵀ K u_r as ½‖(I ⊗ Lᵀ) u‖², plus the M-SVM² shift ½ shift ‖u‖².
+    factor = sp.block_diag([sp.csr_matrix(qp.L.T)] * qp.n_blocks, format="csr")
+    quadratic = 0.5 * cp.sum_squares(factor @ u)
+    if qp.shift:
+        quadratic = quadratic + 0.5 * qp.shift * cp.sum_squares(u)
+    objective = cp.Minimize(quadratic - qp.targets @ x)
     prob = cp.Problem(objective, constraints)
     options = dict(backend_options)
     if backend.upper() == "CLARABEL":
@@ -77,7 +84,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     values = np.zeros(qp.n) if x.value is None else _qp.clean(problem, qp, x.value)
     lam = None
     if status != "failed" and polish:
-        values, lam, _ = _qp.polish(problem, qp, values)
+        values, lam, residual = _qp.polish(problem, qp, values)
+        if residual <= 1e-9:  # certified by KKT, whatever the backend's own verdict
+            status = "optimal"
     if lam is None and equality is not None and equality.dual_value is not None:
         lam = np.atleast_1d(equality.dual_value)  # cvxpy's Lagrangian is f + λᵀ(Eα)
     b = np.zeros(problem.n_classes) if lam is None or not problem.fit_intercept else (

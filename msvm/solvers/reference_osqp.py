@@ -1,10 +1,11 @@
 """Reference solver: the full dual QP through OSQP's own API.
 
 OSQP (ADMM) reaches high accuracy here through *solution polishing*: once the
-active set is guessed it solves the reduced KKT system exactly.  P is passed
-as a sparse upper triangle; when the kernel has low rank (k·Q < n) the factor
-form is used instead (variables (α, z) with z = Gα and P = diag(0, I)), which
-keeps P sparse and the problem well conditioned.
+active set is guessed it solves the reduced KKT system exactly.  The QP is
+passed in the coefficient form of :mod:`msvm.solvers._qp`: variables (α, u)
+with the sparse link u = Wα and P = blockdiag(0, K', ..., K') as a sparse upper
+triangle; for a low-rank kernel, variables (α, u, z) with z = (I ⊗ Lᵀ)u and
+P = diag(0, shift·I, I), which keeps P sparse and well conditioned.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Print OSQP's log.
     factor_form : bool, optional
         Force (True) or forbid (False) the low-rank factor form; default: use
-        it when the factor has fewer rows than there are variables.
+        it when the kernel's numerical rank is below half the number of points.
     **settings
         Passed to ``osqp.OSQP.setup``.
     """
@@ -59,11 +60,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     start = time.perf_counter()
     qp = _qp.build(problem)
-    n = qp.n
-    k = qp.G.shape[0]
+    n, n_u = qp.n, qp.W.shape[0]
     if factor_form is None:
-        factor_form = k < n
-    # Constraint rows: bounds (α ≥ 0, and α ≤ C for singleton groups), group sums, equalities.
+        factor_form = qp.low_rank
+    # Variables (α, u[, z]).  Rows: α ≥ 0 (and the slack groups), the bias
+    # equalities, the link u = Wα, and in factor form z = (I ⊗ Lᵀ) u.
     rows = [sp.identity(n, format="csc")]
     lower = [np.zeros(n)]
     upper = [np.full(n, np.inf)]
@@ -76,17 +77,30 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         rows.append(sp.csc_matrix(qp.E))
         lower.append(np.zeros(n_eq))
         upper.append(np.zeros(n_eq))
-    A = sp.vstack(rows, format="csc")
-    q = -qp.targets
+    n_x_rows = sum(r.shape[0] for r in rows)
     if factor_form:
-        P = sp.block_diag([sp.csc_matrix((n, n)), sp.identity(k)], format="csc")
-        link = sp.hstack([sp.csc_matrix(qp.G), -sp.identity(k)], format="csc")
-        A = sp.vstack([sp.hstack([A, sp.csc_matrix((A.shape[0], k))]), link], format="csc")
-        lower.append(np.zeros(k))
-        upper.append(np.zeros(k))
-        q = np.concatenate([q, np.zeros(k)])
+        factor = sp.block_diag([sp.csr_matrix(qp.L.T)] * qp.n_blocks, format="csc")
+        n_z = factor.shape[0]
+        P = sp.block_diag([sp.csc_matrix((n, n)), qp.shift * sp.identity(n_u),
+                           sp.identity(n_z)], format="csc")
+        A = sp.vstack([
+            sp.hstack([sp.vstack(rows), sp.csc_matrix((n_x_rows, n_u + n_z))]),
+            sp.hstack([qp.W, -sp.identity(n_u), sp.csc_matrix((n_u, n_z))]),
+            sp.hstack([sp.csc_matrix((n_z, n)), factor, -sp.identity(n_z)]),
+        ], format="csc")
+        link = n_u + n_z
     else:
-        P = sp.csc_matrix(qp.hessian())
+        Kp = qp.K + qp.shift * np.eye(qp.m)
+        P = sp.block_diag([sp.csc_matrix((n, n))] + [sp.csc_matrix(Kp)] * qp.n_blocks,
+                          format="csc")
+        A = sp.vstack([
+            sp.hstack([sp.vstack(rows), sp.csc_matrix((n_x_rows, n_u))]),
+            sp.hstack([qp.W, -sp.identity(n_u)]),
+        ], format="csc")
+        link = n_u
+    lower.append(np.zeros(link))
+    upper.append(np.zeros(link))
+    q = np.concatenate([-qp.targets, np.zeros(P.shape[0] - n)])
     P = sp.triu(P, format="csc")
     eps = OSQP_EPS if tol is None else tol
     base = dict(eps_abs=eps, eps_rel=eps, max_iter=20000, polishing=True,
@@ -108,23 +122,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             break
     status_text = str(res.info.status)
     polished = "osqp" if polish_status == 1 else False
-    if status_text == "solved" and (polished or (opts["eps_abs"] <= eps and polish_status != -1)):
-        status = "optimal"
-    elif status_text == "solved" or "inaccurate" in status_text or "maximum iter" in status_text:
-        status = "inaccurate"
-    else:
-        status = "failed"
+    status = "failed"
     x = res.x[:n] if res.x is not None else np.zeros(n)
     x = _qp.clean(problem, qp, np.nan_to_num(x))
     lam = res.y[n + qp.S.shape[0] : n + qp.S.shape[0] + n_eq] if res.y is not None else None
-    if status != "optimal" and res.x is not None:
-        # ADMM stalled before its own polishing could find the active set: finish
-        # with the active-set refinement from its iterate, and certify by KKT.
+    if res.x is not None:
+        # Certify by KKT.  Where ADMM stalled, or its polishing left residuals
+        # (rank-deficient kernels), finish with the active-set refinement.
         x, polished_lam, residual = _qp.polish(problem, qp, x)
         if polished_lam is not None:
             lam, polished = polished_lam, "active-set"
-        if residual <= 1e-9:
-            status = "optimal"
+        status = "optimal" if residual <= 1e-9 else "inaccurate"
     # OSQP's KKT: Px + q + Aᵀy = 0, so the free variables give b = U y_eq.
     b = problem.equality_basis @ lam if n_eq and lam is not None else np.zeros(problem.n_classes)
     return DualSolution(
