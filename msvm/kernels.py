@@ -67,7 +67,6 @@ def resolve_gamma(gamma, X) -> float:
     return float(gamma)
 
 
-@dataclass
 def callable_block(kernel, A, B) -> np.ndarray:
     """Evaluate a callable kernel ``kernel(A, B)`` and check it returns the block."""
     K = kernel(A, B)
@@ -80,6 +79,7 @@ def callable_block(kernel, A, B) -> np.ndarray:
     return K
 
 
+@dataclass
 class Kernel:
     """A kernel bound to its training points.
 
