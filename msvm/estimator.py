@@ -89,7 +89,7 @@ default='rbf'
         QP solvers ``'cvxpy'`` (Clarabel, interior point) and ``'osqp'``, and
         the decomposition solver ``'s2do'`` (bias-free machines only).
         ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`
-        (currently ``'cvxpy'`` up to
+        (``'s2do'`` without a bias; with a bias ``'cvxpy'`` up to
         :data:`msvm.solvers.AUTO_REFERENCE_MAX_VARS` dual variables).  A
         solver that cannot handle the bias setting raises a ValueError.
     tol : float, default=1e-3

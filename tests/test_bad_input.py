@@ -208,12 +208,12 @@ def test_s2do_refuses_a_bias(data):
         MultiClassSVC(solver="s2do", fit_intercept=True).fit(*data)
 
 
-def test_auto_refuses_problems_too_large_for_the_reference_solvers():
+def test_auto_refuses_biased_problems_too_large_for_the_reference_solvers():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2001, 2))
     y = np.arange(2001) % 3  # 2001 x 2 = 4002 dual variables > 4000
-    with pytest.raises(ValueError, match="No decomposition solver is available yet for 4002"):
-        MultiClassSVC(solver="auto").fit(X, y)
+    with pytest.raises(ValueError, match="the 4002 dual variables exceed the 4000"):
+        MultiClassSVC(solver="auto", fit_intercept=True).fit(X, y)
 
 
 # ----------------------------------------------------------- data files

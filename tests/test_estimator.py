@@ -66,8 +66,8 @@ def test_sparse_input_matches_dense(small3):
     X, y = small3
     X = X.copy()
     X[np.abs(X) < 2.0] = 0.0  # make it genuinely sparse
-    dense = MultiClassSVC(model="cs").fit(X, y)
-    csr = MultiClassSVC(model="cs").fit(sp.csr_matrix(X), y)
+    dense = MultiClassSVC(model="cs", tol=1e-9).fit(X, y)
+    csr = MultiClassSVC(model="cs", tol=1e-9).fit(sp.csr_matrix(X), y)
     assert sp.issparse(csr.support_vectors_)
     assert csr.gamma_ == pytest.approx(dense.gamma_, rel=1e-12)
     np.testing.assert_allclose(csr.decision_function(sp.csr_matrix(X)),
@@ -93,8 +93,8 @@ def test_precomputed_kernel_matches_rbf(small3, model):
 
 def test_callable_kernel_matches_rbf(small3):
     X, y = small3
-    rbf = MultiClassSVC(gamma=0.2).fit(X, y)
-    fn = MultiClassSVC(kernel=lambda A, B: rbf_kernel(A, B, gamma=0.2)).fit(X, y)
+    rbf = MultiClassSVC(gamma=0.2, tol=1e-9).fit(X, y)
+    fn = MultiClassSVC(kernel=lambda A, B: rbf_kernel(A, B, gamma=0.2), tol=1e-9).fit(X, y)
     np.testing.assert_allclose(fn.decision_function(X), rbf.decision_function(X), atol=1e-6)
 
 
@@ -148,7 +148,7 @@ def test_binary_decision_function_is_h2_minus_h1(iris):
 @pytest.mark.parametrize("bias", [False, True])
 def test_solution_is_certified_on_iris(iris, model, bias):
     X, y = iris
-    clf = MultiClassSVC(model=model, fit_intercept=bias).fit(X, y)
+    clf = MultiClassSVC(model=model, fit_intercept=bias, solver="cvxpy").fit(X, y)
     sol = clf.solution_
     assert sol["status"] == "optimal"
     assert sol["solver"].startswith("cvxpy")
@@ -242,3 +242,9 @@ def test_refit_and_tags(small3):
     first = clf.decision_function(X)
     clf.set_params(model="cs", C=0.05).fit(X, y)
     assert not np.allclose(first, clf.decision_function(X))
+
+
+@pytest.mark.parametrize("fit_intercept, expected", [(False, "s2do"), (True, "cvxpy")])
+def test_auto_solver_rule(small3, fit_intercept, expected):
+    clf = MultiClassSVC(fit_intercept=fit_intercept).fit(*small3)
+    assert clf.solution_["solver"].startswith(expected)

@@ -33,19 +33,25 @@ def get_solver(name: str):
 def resolve_solver(name: str, problem) -> str:
     """The solver actually used for ``name`` on ``problem``.
 
-    ``'auto'`` picks the interior-point reference solver (cvxpy with Clarabel)
-    while the problem has at most :data:`AUTO_REFERENCE_MAX_VARS` variables;
-    larger problems need a decomposition solver.
+    ``'auto'`` picks ``'s2do'`` for the bias-free machines (any size).  With a
+    bias it picks the interior-point reference solver (cvxpy with Clarabel)
+    while the problem has at most :data:`AUTO_REFERENCE_MAX_VARS` variables,
+    and raises beyond that, since no decomposition solver handles the bias's
+    equality constraints yet.
     """
     if name == "auto":
         n_vars = int(problem.active.sum())
-        if n_vars > AUTO_REFERENCE_MAX_VARS:
+        if not problem.fit_intercept:
+            name = "s2do"
+        elif n_vars <= AUTO_REFERENCE_MAX_VARS:
+            name = "cvxpy"
+        else:
             raise ValueError(
-                f"No decomposition solver is available yet for {n_vars} dual variables; "
-                f"the reference QP solvers are limited to {AUTO_REFERENCE_MAX_VARS} under "
-                "solver='auto'. Pass solver='cvxpy' or 'osqp' explicitly to force them."
+                f"No decomposition solver handles a bias yet, and the {n_vars} dual "
+                f"variables exceed the {AUTO_REFERENCE_MAX_VARS} up to which solver='auto' "
+                "uses the reference QP solvers. Use fit_intercept=False (solver 's2do'), "
+                "or pass solver='cvxpy' or 'osqp' explicitly to force a reference solver."
             )
-        name = "cvxpy"
     module = get_solver(name)
     if problem.fit_intercept and not module.SUPPORTS_BIAS:
         raise ValueError(f"Solver {name!r} cannot handle a bias; use fit_intercept=False.")
