@@ -24,6 +24,12 @@ extensions = [
         include_dirs=[np.get_include()],
         extra_compile_args=COMPILE_ARGS,
     ),
+    Extension(
+        "msvm._core._ball",
+        ["msvm/_core/_ball.pyx"],
+        include_dirs=[np.get_include()],
+        extra_compile_args=COMPILE_ARGS,
+    ),
 ]
 
 setup(

@@ -289,6 +289,25 @@ default='rbf'
             The fitted estimator.
         """
         start = time.perf_counter()
+        X, classes, problem, solver_name, gamma_ = self._build_problem(X, y)
+        module = get_solver(solver_name)
+        solution = module.solve(problem, **self._solver_options(solver_name, module))
+        self._log(
+            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
+            f"{solution.time:.3f} s"
+        )
+        return self._set_fitted(X, classes, problem, solution, gamma_, start)
+
+    def _build_problem(self, X, y):
+        """Validate (X, y) and the parameters; build the dual problem.
+
+        Returns (X, classes, problem, solver_name, gamma_): the validated X,
+        the sorted labels, the :class:`~msvm.problem.DualProblem`, the
+        resolved solver and the kernel γ used.  :meth:`fit` and the
+        model-selection tools of :mod:`msvm.model_selection` (which solve the
+        problem themselves, with warm starts) share it, then call
+        :meth:`_set_fitted`.
+        """
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True)
@@ -328,19 +347,19 @@ default='rbf'
         problem = DualProblem(make_machine(self.model, n_classes), y_codes, kernel, self.C,
                               self.fit_intercept)
         solver_name = resolve_solver(self.solver, problem)
-        module = get_solver(solver_name)
         kernel_name = self.kernel if isinstance(self.kernel, str) else "callable"
         self._log(
             f"problem: model={self.model}, kernel={kernel_name}, gamma={gamma_:.6g}, "
             f"C={self.C:g}, bias={self.fit_intercept}, {int(problem.active.sum())} dual "
             f"variables; solver={solver_name}"
         )
+        return X, classes, problem, solver_name, gamma_
 
-        solution = module.solve(problem, **self._solver_options(solver_name, module))
-        self._log(
-            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
-            f"{solution.time:.3f} s"
-        )
+    def _set_fitted(self, X, classes, problem, solution, gamma_, start=None):
+        """Certify ``solution`` with :func:`~msvm.diagnostics.diagnose` and store the model."""
+        start = time.perf_counter() if start is None else start
+        y_codes = problem.y
+        n_classes = len(classes)
         diagnostics = diagnose(problem, solution)
         self._log(
             f"diagnostics: dual={diagnostics.dual_objective:.8g}, "
