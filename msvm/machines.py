@@ -24,7 +24,7 @@ A machine is therefore *data*:
 ``gamma[y, p]``
     targets γ.
 ``active[y, p]``
-    whether constraint p exists for class y (for WW, CS and LLW the
+    whether constraint p exists for class y (for WW, CS, LLW and ADM the
     constraint p = y does not; its α is a dummy fixed at zero).
 ``slack[y, p]``
     which slack variable of the example constraint p uses.  Constraints that
@@ -55,16 +55,50 @@ what the radius–margin bound is about, so it defines the machine here, and the
 primal we report uses M' (``tests/test_diagnostics.py`` checks that the
 duality gap closes with M' and not with the printed M).
 
+The rest of the unified family.  Doğan, Glasmachers & Igel (DGI) cross the
+two margins of seed 004 Table 2.1 (relative: ν_{y,p,c} = δ_{y,c} − δ_{p,c};
+absolute: ν_{y,p,c} = ±δ_{p,c}, + for p = y) with the four losses of its
+Table 2.2 (discriminative/total × sum/max).  The rows, with their losses
+on h = (h_1, …, h_Q) and [t]_+ = max(0, t):
+
+=====  ========  =============  =====  ===  ========================================
+row    margin    P_y, slacks    γ      s    loss L(y, h)
+=====  ========  =============  =====  ===  ========================================
+ww     relative  Y∖{y}, sum     1      0    Σ_{k≠y} [1 − (h_y − h_k)]_+
+cs     relative  Y∖{y}, max     1      0    max_{k≠y} [1 − (h_y − h_k)]_+
+llw    absolute  Y∖{y}, sum     1/(Q−1) 1   Σ_{k≠y} [1/(Q−1) + h_k]_+
+adm    absolute  Y∖{y}, max     1      1    max_{k≠y} [1 + h_k]_+
+ats    absolute  Y, sum         1      1    Σ_k [1 − σ_yk h_k]_+
+atm    absolute  Y, max         1      1    max_k [1 − σ_yk h_k]_+
+ova    absolute  Y, sum         1      0    Σ_k [1 − σ_yk h_k]_+  (no Σ_c h_c = 0)
+mmr    absolute  {y}, one       1      1    [1 − h_y]_+
+=====  ========  =============  =====  ===  ========================================
+
+(σ_yk = +1 for k = y, −1 otherwise; s = 1 adds Σ_c w_c = 0 and Σ_c b_c = 0.)
+The targets of the rows new in DGI are 1, as in their reference
+implementation (Shark's ``McSvm{ADM,ATS,ATM,MMR,OVA}Trainer``).  With
+sum-to-zero a target t instead of 1 is the same machine at C/t with scores
+times t (substitute w = t w', ξ = t ξ'), so the convention only moves C.
+The slot layout: slot p ↔ class p for every row except ``mmr``, whose single
+slot is the own class (P = 1).  Every row admits a bias; for the
+sum-to-zero rows it lives in {Σ_c b_c = 0} (rank Q − 1), for ``ova``, whose
+ν do not sum to zero, it is a free offset per class (rank Q).
+
 Two classes.  With Q = 2 every machine is a binary soft-margin SVM:
 
-=========  ==============================================================
-WW, CS     SVC with C_binary = 2C; h_2 − h_1 = SVC decision function
-LLW        SVC with C_binary = C/2; h_2 − h_1 = 2 × SVC decision function
-M-SVM²     2-norm SVM ½‖w‖² + C Σ ξ², i.e. a hard-margin SVC on the
-           kernel k + δ_ij/(2C); h_2 − h_1 = 2 × its decision function
-=========  ==============================================================
+=================  ======================================================
+WW, CS             SVC with C_binary = 2C; h_2 − h_1 = SVC decision function
+LLW, ADM, ATM, MMR SVC with C_binary = C/2; h_2 − h_1 = 2 × SVC decision
+ATS, OvA           SVC with C_binary = C; h_2 − h_1 = 2 × SVC decision
+M-SVM²             2-norm SVM ½‖w‖² + C Σ ξ², i.e. a hard-margin SVC on the
+                   kernel k + δ_ij/(2C); h_2 − h_1 = 2 × its decision function
+=================  ======================================================
 
-(``tests/test_two_class.py`` checks each line against ``sklearn.svm.SVC``.)
+(With s = 1 and Q = 2, h_2 = −h_1 = f and ½Σ‖w_c‖² = ‖w‖²; the losses are
+[1 − y f]_+ for LLW/ADM/ATM/MMR and 2[1 − y f]_+ for ATS.  OvA trains
+h_2 = f and h_1 = −f as two mirror-image SVCs with C.
+``tests/test_two_class.py`` and ``tests/test_family.py`` check each line
+against ``sklearn.svm.SVC``.)
 """
 
 from __future__ import annotations
@@ -183,12 +217,121 @@ def _msvm2(Q: int) -> dict:
     return row
 
 
+def _absolute_margins(Q: int) -> np.ndarray:
+    """ν[y, p, c] = σ_yp δ_{p,c}, σ_yp = +1 if p = y else −1 (seed 004 Table 2.1, absolute)."""
+    eye = np.eye(Q)
+    return (2.0 * eye - 1.0)[:, :, None] * eye[None, :, :]
+
+
+def _absolute_discriminative_max(Q: int) -> dict:
+    """ADM: absolute margin, discriminative max-loss, sum-to-zero.
+
+    min ½ Σ_c ‖w_c‖² + C Σ_i ξ_i  s.t.  −h_k(x_i) ≥ 1 − ξ_i (k ≠ y_i),  ξ_i ≥ 0,
+    Σ_c h_c = 0.  Slots k ≠ y with ν = −e_k (as LLW), γ = 1, one slack per
+    example: the dual variables of an example share the capacity C.
+    """
+    _, active = _pairwise_slots(Q)
+    return dict(
+        description="ADM: max over k != y of hinge(1 + h_k), sum-to-zero",
+        nu=_absolute_margins(Q),
+        gamma=np.ones((Q, Q)),
+        active=active,
+        slack=np.zeros((Q, Q), dtype=np.int32),
+        sum_to_zero=True,
+        loss="hinge",
+        source="Dogan, Glasmachers & Igel 2011/2016 (Shark McSvmADMTrainer); "
+               "seed 004 §2.2.7 Tables 2.1-2.2, §5.1",
+    )
+
+
+def _absolute_total_sum(Q: int) -> dict:
+    """ATS: absolute margin, total sum-loss, sum-to-zero.
+
+    min ½ Σ_c ‖w_c‖² + C Σ_i Σ_k ξ_ik  s.t.  h_{y_i}(x_i) ≥ 1 − ξ_{i,y_i},
+    −h_k(x_i) ≥ 1 − ξ_ik (k ≠ y_i),  ξ ≥ 0,  Σ_c h_c = 0.  All Q slots active
+    (ν = ±e_k), γ = 1, one slack per slot: 0 ≤ α_ik ≤ C.
+    """
+    return dict(
+        description="ATS: sum over all k of hinge(1 -+ h_k), sum-to-zero",
+        nu=_absolute_margins(Q),
+        gamma=np.ones((Q, Q)),
+        active=np.ones((Q, Q), dtype=bool),
+        slack=np.tile(np.arange(Q, dtype=np.int32), (Q, 1)),
+        sum_to_zero=True,
+        loss="hinge",
+        source="Dogan, Glasmachers & Igel 2011/2016 (Shark McSvmATSTrainer); "
+               "seed 004 §2.2.7 Tables 2.1-2.2, §5.1",
+    )
+
+
+def _absolute_total_max(Q: int) -> dict:
+    """ATM: absolute margin, total max-loss, sum-to-zero.
+
+    As ATS with one slack per example: ξ_i ≥ 1 − σ_{y_i k} h_k(x_i) for every
+    k, so the Q dual variables of an example share the capacity C.
+    """
+    row = _absolute_total_sum(Q)
+    row.update(
+        description="ATM: max over all k of hinge(1 -+ h_k), sum-to-zero",
+        slack=np.zeros((Q, Q), dtype=np.int32),
+        source="Dogan, Glasmachers & Igel 2011/2016 (Shark McSvmATMTrainer); "
+               "seed 004 §2.2.7 Tables 2.1-2.2, §5.1",
+    )
+    return row
+
+
+def _one_vs_all(Q: int) -> dict:
+    """OvA: ATS without the sum-to-zero constraint.
+
+    The problem separates into Q binary SVMs, class c against the rest:
+    min ½‖w_c‖² + C Σ_i [1 − σ_{y_i c} h_c(x_i)]_+ (with a bias, b_c is that
+    SVM's own offset).  DGI's view of the classical one-versus-all machine.
+    """
+    row = _absolute_total_sum(Q)
+    row.update(
+        description="OvA: sum over all k of hinge(1 -+ h_k), Q independent binary SVMs",
+        sum_to_zero=False,
+        source="Rifkin & Klautau 2004; Dogan, Glasmachers & Igel 2016 (Shark "
+               "McSvmOVATrainer); seed 004 §2.2.6-2.2.7",
+    )
+    return row
+
+
+def _maximum_margin_regression(Q: int) -> dict:
+    """MMR: absolute margin on the own class only, sum-to-zero.
+
+    min ½ Σ_c ‖w_c‖² + C Σ_i ξ_i  s.t.  h_{y_i}(x_i) ≥ 1 − ξ_i,  ξ_i ≥ 0,
+    Σ_c h_c = 0: one slot per example (P = 1, ν = e_y, γ = 1), 0 ≤ α_i ≤ C.
+    Szedmak et al. write it with label vectors ψ(y) at the vertices of a
+    regular simplex, ⟨ψ(y), ψ(y')⟩ = 1 if y = y' else −1/(Q−1), and
+    min ½‖W‖² + C Σ ξ_i s.t. ⟨ψ(y_i), W φ(x_i)⟩ ≥ 1 − ξ_i; with
+    h_c = ⟨ψ(c), W φ⟩ that is this row at C·Q/(Q−1), same scores
+    (``tests/test_family.py`` solves their primal directly).
+    """
+    return dict(
+        description="MMR: hinge(1 - h_y), sum-to-zero",
+        nu=np.eye(Q)[:, None, :],
+        gamma=np.ones((Q, 1)),
+        active=np.ones((Q, 1), dtype=bool),
+        slack=np.zeros((Q, 1), dtype=np.int32),
+        sum_to_zero=True,
+        loss="hinge",
+        source="Szedmak, Shawe-Taylor & Parado-Hernandez 2006; Dogan, Glasmachers & Igel "
+               "2016 (Shark McSvmMMRTrainer); seed 004 §2.2.7",
+    )
+
+
 #: Registry of machine rows: name -> builder(Q) returning the row's fields.
 MACHINES = {
     "ww": _weston_watkins,
     "cs": _crammer_singer,
     "llw": _lee_lin_wahba,
     "msvm2": _msvm2,
+    "adm": _absolute_discriminative_max,
+    "ats": _absolute_total_sum,
+    "atm": _absolute_total_max,
+    "ova": _one_vs_all,
+    "mmr": _maximum_margin_regression,
 }
 
 
@@ -198,7 +341,8 @@ def make_machine(name: str, n_classes: int) -> Machine:
     Parameters
     ----------
     name : str
-        Key of :data:`MACHINES` (``"ww"``, ``"cs"``, ``"llw"``, ``"msvm2"``).
+        Key of :data:`MACHINES` (``"ww"``, ``"cs"``, ``"llw"``, ``"msvm2"``,
+        ``"adm"``, ``"ats"``, ``"atm"``, ``"ova"``, ``"mmr"``).
     n_classes : int
         Number of classes Q ≥ 2.
 

@@ -9,6 +9,8 @@ from msvm.machines import make_machine
 from msvm.problem import DualProblem
 
 MODELS = ("ww", "cs", "llw", "msvm2")
+#: The rest of the unified family (tests/test_family.py).
+FAMILY = ("adm", "ats", "atm", "ova", "mmr")
 
 
 def blobs(seed: int, n_classes: int, n_samples: int, spread: float = 2.0):

@@ -5,7 +5,7 @@ import pytest
 
 from msvm.machines import MACHINES, make_machine
 
-from problem_factory import MODELS, blobs, make_problem
+from problem_factory import FAMILY, MODELS, blobs, make_problem
 
 
 def explicit_M(machine):
@@ -38,7 +38,7 @@ def test_llw_hessian_is_delta_minus_one_over_q(Q):
         np.testing.assert_allclose(M[active], expected[active])
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", MODELS + FAMILY)
 def test_objective_and_gradient_match_the_explicit_quadratic(model):
     X, y = blobs(3, 3, 25)
     problem = make_problem(model, X, y, C=0.7)
@@ -58,13 +58,42 @@ def test_objective_and_gradient_match_the_explicit_quadratic(model):
                                atol=1e-12)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", MODELS + FAMILY)
 def test_equality_constraints_have_rank_q_minus_one(model):
     X, y = blobs(1, 4, 40)
     problem = make_problem(model, X, y, bias=True)
+    if model == "ova":
+        # Q independent binary SVMs: one free offset per class.
+        assert problem.equality_basis.shape == (4, 4)
+        return
     assert problem.equality_basis.shape == (4, 3)
-    # b in span(U) is orthogonal to the all-ones direction for every machine of the table.
+    # b in span(U) is orthogonal to the all-ones direction for every other machine.
     np.testing.assert_allclose(problem.equality_basis.sum(axis=0), 0, atol=1e-12)
+
+
+@pytest.mark.parametrize("Q", [2, 3, 5])
+def test_absolute_margin_hessians(Q):
+    """ADM: δ_kl − 1/Q (as LLW); ATS/ATM: σ_k σ_l (δ_kl − 1/Q); OvA: σ_k σ_l δ_kl; MMR: δ − 1/Q.
+
+    σ_k = +1 on the own class, −1 elsewhere (Shark's M tables for these trainers).
+    """
+    y_i, k, y_j, l = np.meshgrid(*[np.arange(Q)] * 4, indexing="ij")
+    sk, sl = np.where(k == y_i, 1.0, -1.0), np.where(l == y_j, 1.0, -1.0)
+    expected = {
+        "adm": (k == l) - 1.0 / Q,
+        "ats": sk * sl * ((k == l) - 1.0 / Q),
+        "atm": sk * sl * ((k == l) - 1.0 / Q),
+        "ova": sk * sl * (k == l),
+    }
+    for name, M_expected in expected.items():
+        machine = make_machine(name, Q)
+        active = machine.active[:, :, None, None] & machine.active[None, None, :, :]
+        np.testing.assert_allclose(explicit_M(machine)[active], M_expected[active])
+    # MMR: one slot per example, the own class.
+    mmr = make_machine("mmr", Q)
+    y = np.arange(Q)
+    np.testing.assert_allclose(explicit_M(mmr)[:, 0, :, 0],
+                               (y[:, None] == y[None, :]) - 1.0 / Q)
 
 
 def test_slack_maps():
@@ -74,9 +103,17 @@ def test_slack_maps():
     assert make_machine("msvm2", Q).n_slacks == 0
     assert make_machine("msvm2", Q).kernel_shift(2.0) == pytest.approx(0.25)
     assert make_machine("llw", Q).kernel_shift(2.0) == 0.0
+    for name in ("adm", "atm", "mmr"):
+        assert make_machine(name, Q).n_slacks == 1 and make_machine(name, Q).max_loss == (
+            name != "mmr")
+    for name in ("ats", "ova"):
+        assert make_machine(name, Q).n_slacks == Q and not make_machine(name, Q).max_loss
+    assert make_machine("mmr", Q).n_slots == 1
     for name in MACHINES:
         m = make_machine(name, Q)
-        assert not m.active.diagonal().any()  # no constraint against the own class
+        if m.n_slots == Q:  # slot p <-> class p (all rows but MMR, whose slot is the own class)
+            # Discriminative losses have no constraint on the own class, total ones do.
+            assert m.active.diagonal().any() == (name in ("ats", "atm", "ova"))
         assert np.all(m.gamma[m.active] > 0)
 
 

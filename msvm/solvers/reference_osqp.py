@@ -106,7 +106,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     base = dict(eps_abs=eps, eps_rel=eps, max_iter=20000, polishing=True,
                 polish_refine_iter=10, verbose=verbose, eps_prim_inf=1e-12, eps_dual_inf=1e-12)
     l_all, u_all = np.concatenate(lower), np.concatenate(upper)
-    res = None
+    best = None  # (residual, x, λ_E, polished, OSQP result) of the most accurate attempt
     for attempt_eps, attempt in _ATTEMPTS:
         opts = {**base, **attempt, **settings}
         if max_iter is not None:
@@ -116,23 +116,30 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         solver = osqp.OSQP()
         solver.setup(P=P, q=q, A=A, l=l_all, u=u_all, **opts)
         res = solver.solve(raise_error=False)
-        solved = str(res.info.status) == "solved"
-        polish_status = int(res.info.status_polish)  # 1 success, -1 failed, 0 not run
-        if solved and (polish_status == 1 or (opts["eps_abs"] <= eps and polish_status != -1)):
-            break
-    status_text = str(res.info.status)
-    polished = "osqp" if polish_status == 1 else False
-    status = "failed"
-    x = res.x[:n] if res.x is not None else np.zeros(n)
-    x = _qp.clean(problem, qp, np.nan_to_num(x))
-    lam = res.y[n + qp.S.shape[0] : n + qp.S.shape[0] + n_eq] if res.y is not None else None
-    if res.x is not None:
-        # Certify by KKT.  Where ADMM stalled, or its polishing left residuals
-        # (rank-deficient kernels), finish with the active-set refinement.
+        if res.x is None:
+            continue
+        polished = "osqp" if int(res.info.status_polish) == 1 else False
+        x = _qp.clean(problem, qp, np.nan_to_num(res.x[:n]))
+        lam = res.y[n + qp.S.shape[0] : n + qp.S.shape[0] + n_eq]
+        # Certify every attempt by KKT.  Where ADMM stalled, or its polishing
+        # left residuals (rank-deficient kernels), finish with the active-set
+        # refinement; an attempt that stalls (degenerate linear duals) may still
+        # hand the refinement a usable active-set guess, so the ladder stops
+        # at the first certified answer rather than at OSQP's own status.
         x, polished_lam, residual = _qp.polish(problem, qp, x)
         if polished_lam is not None:
             lam, polished = polished_lam, "active-set"
-        status = "optimal" if residual <= 1e-9 else "inaccurate"
+        if best is None or residual < best[0]:
+            best = (residual, x, lam, polished, res)
+        if residual <= 1e-9:
+            break
+    if best is None:
+        residual, x, lam, polished, status_text = np.inf, np.zeros(n), None, False, "failed"
+    else:
+        residual, x, lam, polished, res = best
+        status_text = str(res.info.status)
+    status = "optimal" if residual <= 1e-9 else ("inaccurate" if np.isfinite(residual)
+                                                 else "failed")
     # OSQP's KKT: Px + q + Aᵀy = 0, so the free variables give b = U y_eq.
     b = problem.equality_basis @ lam if n_eq and lam is not None else np.zeros(problem.n_classes)
     return DualSolution(
