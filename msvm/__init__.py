@@ -8,11 +8,20 @@ dual problem (:mod:`msvm.machines`), solved by interchangeable solvers
 
 from importlib.metadata import PackageNotFoundError, version
 
+from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.estimator import MultiClassSVC
+from msvm.model_selection import RadiusMarginSearch, loo_error
 
 try:
     __version__ = version("msvm")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["MultiClassSVC", "__version__"]
+__all__ = [
+    "MultiClassSVC",
+    "RadiusMarginSearch",
+    "enclosing_ball",
+    "loo_error",
+    "radius_margin_bound",
+    "__version__",
+]

@@ -263,9 +263,10 @@ class RadiusMarginBound:
     bound : float
         Upper bound on the number of LOO errors: Q(Q−1) R² 1ᵀα with a bias,
         ((Q−1)²/Q) R₀² 1ᵀα without.
-    n_candidates : int
-        Number of points satisfying the key lemma's necessary condition for a
-        LOO error (a sharper upper bound on the LOO error count).
+    candidates : ndarray of bool, shape (m,)
+        The points that satisfy the key lemma's necessary condition for a LOO
+        error: every LOO error is among them, so ``n_candidates`` is a sharper
+        upper bound on the LOO error count.
     radius2 : float
         R² (certified smallest-ball value, with a bias) or R₀² = max_i κ_ii.
     sum_alpha : float
@@ -277,13 +278,17 @@ class RadiusMarginBound:
     """
 
     bound: float
-    n_candidates: int
+    candidates: np.ndarray
     radius2: float
     sum_alpha: float
     n_classes: int
     n_samples: int
     fit_intercept: bool
     ball: EnclosingBall | None = None
+
+    @property
+    def n_candidates(self) -> int:
+        return int(np.count_nonzero(self.candidates))
 
     @property
     def norm_w2(self) -> float:
@@ -340,14 +345,14 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
             raise ValueError(f"ball has {ball.coef.shape[0]} points, the problem {m}.")
         radius2 = ball.radius2
         bound = Q * (Q - 1) * radius2 * sum_alpha
-        n_candidates = int(np.sum(Q * (Q - 1) * radius2 * alpha.max(axis=1) >= 1.0))
+        candidates = Q * (Q - 1) * radius2 * alpha.max(axis=1) >= 1.0
     else:
         kdiag = problem.kernel.diagonal() + problem.kernel_shift
         radius2 = float(kdiag.max())
         bound = (Q - 1) ** 2 / Q * radius2 * sum_alpha
         spread = np.sum((alpha - alpha.mean(axis=1, keepdims=True)) ** 2, axis=1)
-        n_candidates = int(np.sum((Q - 1) ** 3 * kdiag**2 * spread >= Q))
+        candidates = (Q - 1) ** 3 * kdiag**2 * spread >= Q
         ball = None
-    return RadiusMarginBound(bound=float(bound), n_candidates=n_candidates,
+    return RadiusMarginBound(bound=float(bound), candidates=candidates,
                              radius2=float(radius2), sum_alpha=sum_alpha, n_classes=Q,
                              n_samples=m, fit_intercept=problem.fit_intercept, ball=ball)

@@ -249,26 +249,34 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     return U @ res.x[:r_dim]
 
 
-def kkt_violation(problem: DualProblem, alpha, G) -> float:
-    """Largest first-order decrease available (gradient units); G includes ν̄·b."""
+def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
+    """Largest first-order decrease available (gradient units); G includes ν̄·b.
+
+    With ``per_example=True`` returns the (m,) array of each example's own
+    largest violation (its variables only; the overall value is its max).
+    Removing an example whose α is zero leaves every other example's
+    violation unchanged, which is how :func:`msvm.model_selection.loo_error`
+    certifies that such a removal keeps the solution optimal.
+    """
     tol = ZERO_TOL * (problem.C if problem.machine.loss == "hinge" else 1.0)
     positive = (alpha > tol) & problem.active
     inf = np.inf
     if problem.machine.loss == "squared":
-        down = np.where(positive, G, -inf).max(initial=0.0)
-        up = np.where(problem.active, -G, -inf).max(initial=0.0)
-        return float(max(down, up, 0.0))
-    sums = problem.slack_sums(alpha)
-    worst = 0.0
-    for r, member in enumerate(_group_masks(problem)):
-        m_act = member & problem.active
-        full = sums[:, r] >= problem.C - tol
-        down = np.where(positive & member, G, -inf).max(axis=1, initial=-inf)
-        lowest = np.where(m_act, G, inf).min(axis=1, initial=inf)
-        up = np.where(full, -inf, -lowest)
-        swap = np.where(full & np.isfinite(down), down - lowest, -inf)
-        worst = max(worst, float(np.max(np.maximum(np.maximum(down, up), swap), initial=0.0)))
-    return worst
+        down = np.where(positive, G, -inf).max(axis=1, initial=0.0)
+        up = np.where(problem.active, -G, -inf).max(axis=1, initial=0.0)
+        worst = np.maximum(np.maximum(down, up), 0.0)
+    else:
+        sums = problem.slack_sums(alpha)
+        worst = np.zeros(problem.n_samples)
+        for r, member in enumerate(_group_masks(problem)):
+            m_act = member & problem.active
+            full = sums[:, r] >= problem.C - tol
+            down = np.where(positive & member, G, -inf).max(axis=1, initial=-inf)
+            lowest = np.where(m_act, G, inf).min(axis=1, initial=inf)
+            up = np.where(full, -inf, -lowest)
+            swap = np.where(full & np.isfinite(down), down - lowest, -inf)
+            worst = np.maximum(worst, np.maximum(np.maximum(down, up), swap))
+    return worst if per_example else float(worst.max(initial=0.0))
 
 
 def diagnose(problem: DualProblem, solution: DualSolution | np.ndarray) -> Diagnostics:
