@@ -27,8 +27,13 @@
 # For the precomputed kernel (code 5) every pointer stays valid for the life
 # of the cache (rows point into the user's Gram matrix).
 #
+# With ``float32=True`` rows are stored in single precision (twice as many
+# fit the budget) and handed out as doubles through two scratch rows used in
+# turn, so the same two-pointer guarantee holds.
+#
 # Preconditions (not checked, for speed): 0 <= i < n_samples.  The cache is
-# not thread-safe: do not call row_ptr on one cache from several threads.
+# not thread-safe: do not call row_ptr on one cache from several threads (a
+# row it computes is itself split over ``n_threads`` OpenMP threads).
 
 cdef class KernelCache:
     # Public, read-only from Python.
@@ -42,6 +47,8 @@ cdef class KernelCache:
     cdef readonly long long n_kernel_evaluations
     cdef readonly long long n_hits
     cdef readonly long long n_misses
+    cdef readonly bint float32            # rows stored as float32 (twice the capacity)
+    cdef public int n_threads             # OpenMP threads for computing a row
 
     # Training data (exactly one of the three representations is used).
     cdef bint _sparse
@@ -60,6 +67,9 @@ cdef class KernelCache:
 
     # Row storage and LRU bookkeeping.
     cdef double* _buffer                  # capacity * m doubles, slot s at _buffer + s*m
+    cdef float* _fbuffer                  # the same in float32 (float32=True; _buffer unused)
+    cdef double* _scratch                 # float32 mode: 2 rows handed out in turn as doubles
+    cdef int _turn                        # which scratch row the next request uses
     cdef Py_ssize_t* _slot_of_row         # m entries, -1 when row absent
     cdef Py_ssize_t* _row_of_slot         # capacity entries
     cdef Py_ssize_t* _prev                # doubly linked list over slots,
@@ -77,8 +87,13 @@ cdef class KernelCache:
     cdef void _precompute_norms(self) noexcept nogil
     cdef Py_ssize_t _check_index(self, i) except -1
     cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil
-    cdef void _compute_row_dense(self, Py_ssize_t i, double* out) noexcept nogil
-    cdef void _compute_row_sparse(self, Py_ssize_t i, double* out) noexcept nogil
-    cdef void _transform(self, Py_ssize_t i, double* out) noexcept nogil
+    cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                             Py_ssize_t j1) noexcept nogil
+    cdef void _compute_block_dense(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                                   Py_ssize_t j1) noexcept nogil
+    cdef void _compute_block_sparse(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                                    Py_ssize_t j1) noexcept nogil
+    cdef void _transform(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                         Py_ssize_t j1) noexcept nogil
     cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil
     cdef void _unlink(self, Py_ssize_t slot) noexcept nogil

@@ -12,7 +12,8 @@ Layout
   once with ``malloc``.  Slot ``s`` is the row stored at ``_buffer + s*m``.
   One block (instead of one allocation per row) means no allocator traffic in
   the solvers' inner loops and a memory footprint fixed at construction:
-  ``capacity = cache_size_mb * 2**20 // (8 m)``, clamped to ``[2, m]``.
+  ``capacity = cache_size_mb * 2**20 // (8 m)`` (``4 m`` with float32 storage),
+  clamped to ``[2, m]``.
 * ``_slot_of_row`` (m entries): the slot holding row ``i``, or -1.  This makes
   the hit test a single O(1) array read, with no hashing.
 * ``_row_of_slot``, ``_prev``, ``_next`` (capacity entries): a doubly linked
@@ -43,8 +44,25 @@ Row computation
 The diagonal entry ``K[i, i]`` of every computed row is overwritten by the
 precomputed ``diag(i)`` so that both sources agree bit for bit (1 exactly for
 rbf and laplace).
+
+A row is computed in fixed blocks of ``ROW_BLOCK`` entries (one ``dgemv``
+and one transform each), shared among ``n_threads`` OpenMP threads.  The
+blocks do not depend on the number of threads, so neither do the values:
+a solver gives bit-identical results with 1 or 2 threads.  (BLAS's own
+threads are no help here: one row is too small a product to share, and
+OpenBLAS's workers busy-wait between calls.)
+
+Single precision
+----------------
+With ``float32=True`` the rows are stored as float32, so twice as many fit
+the budget.  A computed row is rounded to float32 before anyone sees it and
+every request converts the stored row back into one of two double scratch
+rows, used in turn: callers always see the same rounded Gram matrix (a
+perturbation of relative size 2**-24 ≈ 6e-8 per entry, diagonal included)
+and the two-pointer guarantee still holds.
 """
 
+from cython.parallel cimport prange
 from libc.math cimport exp, fabs, pow, tanh
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
@@ -69,12 +87,17 @@ KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5:
 cdef double _BYTES_PER_MB = 1048576.0   # 2**20
 cdef long long _LLONG_SAFE = 1LL << 62
 
+#: Entries of a row computed per block (per dgemv call / per thread task).
+cdef Py_ssize_t ROW_BLOCK = 512
 
-cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb) noexcept nogil:
+
+cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb,
+                                 long long value_bytes=8) noexcept nogil:
     """Number of rows of length m that fit in cache_size_mb MB, clamped to [2, m].
 
     64-bit integer arithmetic: bytes = floor(cache_size_mb * 2**20) as a long
-    long, rows = bytes // (8 m).  A budget beyond 2**62 bytes is "everything".
+    long, rows = bytes // (value_bytes m).  A budget beyond 2**62 bytes is
+    "everything".
     """
     cdef double budget = cache_size_mb * _BYTES_PER_MB
     cdef long long nbytes, row_bytes, rows
@@ -83,7 +106,7 @@ cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb) noexcept no
     if budget >= <double> _LLONG_SAFE:
         return m
     nbytes = <long long> budget
-    row_bytes = (<long long> m) * 8
+    row_bytes = (<long long> m) * value_bytes
     rows = nbytes // row_bytes
     if rows < 2:
         rows = 2
@@ -119,7 +142,14 @@ cdef class KernelCache:
         Kernel parameters (ignored where the kernel does not use them).
     cache_size_mb : float
         Memory budget for cached rows in MB (2**20 bytes), > 0.  The capacity
-        is ``rows_for_budget(m, cache_size_mb)`` rows.
+        is ``rows_for_budget(m, cache_size_mb, float32)`` rows.
+    float32 : bool, default=False
+        Store rows in single precision: twice the capacity, and every row
+        handed out is the float32-rounded row (see the module docstring).
+        Ignored for precomputed kernels.
+    n_threads : int, default=1
+        OpenMP threads sharing the computation of a row (also settable
+        later through the attribute of the same name).
 
     Attributes
     ----------
@@ -133,6 +163,10 @@ cdef class KernelCache:
         Kernel values computed so far (m per computed row; 0 for precomputed).
     n_hits, n_misses : int
         Row requests served from the cache / computed.
+    float32 : bool
+        Whether rows are stored in single precision.
+    n_threads : int
+        OpenMP threads computing a row (writable).
 
     Notes
     -----
@@ -143,6 +177,8 @@ cdef class KernelCache:
 
     def __cinit__(self, *args, **kwargs):
         self._buffer = NULL
+        self._fbuffer = NULL
+        self._scratch = NULL
         self._slot_of_row = NULL
         self._row_of_slot = NULL
         self._prev = NULL
@@ -157,6 +193,8 @@ cdef class KernelCache:
 
     cdef _free_all(self):
         free(self._buffer)
+        free(self._fbuffer)
+        free(self._scratch)
         free(self._slot_of_row)
         free(self._row_of_slot)
         free(self._prev)
@@ -166,6 +204,8 @@ cdef class KernelCache:
         free(self._diag)
         free(self._work)
         self._buffer = NULL
+        self._fbuffer = NULL
+        self._scratch = NULL
         self._slot_of_row = NULL
         self._row_of_slot = NULL
         self._prev = NULL
@@ -176,7 +216,7 @@ cdef class KernelCache:
         self._work = NULL
 
     def __init__(self, X, int kernel_code, double gamma, double degree, double coef0,
-                 double cache_size_mb):
+                 double cache_size_mb, bint float32=False, int n_threads=1):
         if kernel_code not in KERNEL_NAMES:
             raise ValueError(
                 f"Unknown kernel code {kernel_code}; expected one of "
@@ -184,7 +224,11 @@ cdef class KernelCache:
             )
         if not cache_size_mb > 0:
             raise ValueError(f"cache_size_mb must be a positive number, got {cache_size_mb!r}.")
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
         self._free_all()   # in case __init__ is called twice
+        self.n_threads = n_threads
+        self._turn = 0
         self.kernel_code = kernel_code
         self.gamma = gamma
         self.degree = degree
@@ -236,19 +280,25 @@ cdef class KernelCache:
 
         if self._precomputed:
             # Rows live in the user's matrix: no buffer, no LRU bookkeeping.
+            self.float32 = False
             self.capacity = m
             for i in range(m):
                 self._diag[i] = self._X[i, i]
             return
 
-        self.capacity = _rows_for_budget(m, cache_size_mb)
+        self.float32 = float32
+        self.capacity = _rows_for_budget(m, cache_size_mb, 4 if float32 else 8)
         self._sqnorm = <double*> _xmalloc(m * sizeof(double))
         if self._sparse:
             self._work = <double*> _xmalloc(d * sizeof(double))
             memset(self._work, 0, d * sizeof(double))
             if kernel_code == LAPLACE:
                 self._l1norm = <double*> _xmalloc(m * sizeof(double))
-        self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
+        if float32:
+            self._fbuffer = <float*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(float))
+            self._scratch = <double*> _xmalloc(2 * <size_t> m * sizeof(double))
+        else:
+            self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
         self._slot_of_row = <Py_ssize_t*> _xmalloc(m * sizeof(Py_ssize_t))
         self._row_of_slot = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
         self._prev = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
@@ -295,6 +345,8 @@ cdef class KernelCache:
                 self._diag[i] = tanh(g * s + c0)
             else:   # rbf, laplace
                 self._diag[i] = 1.0
+            if self.float32:
+                self._diag[i] = <double> <float> self._diag[i]
 
     # ------------------------------------------------------------------ C API
 
@@ -302,8 +354,10 @@ cdef class KernelCache:
         return self._diag[i]
 
     cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil:
-        cdef Py_ssize_t slot, old
+        cdef Py_ssize_t slot, old, j
         cdef Py_ssize_t m = self.n_samples
+        cdef double* out
+        cdef float* stored
         if self._precomputed:
             self.n_hits += 1
             return &self._X[i, 0]
@@ -313,7 +367,14 @@ cdef class KernelCache:
             if slot != self._head:
                 self._unlink(slot)
                 self._move_to_front(slot)
-            return self._buffer + slot * m
+            if not self.float32:
+                return self._buffer + slot * m
+            out = self._scratch + self._turn * m
+            self._turn = 1 - self._turn
+            stored = self._fbuffer + slot * m
+            for j in range(m):
+                out[j] = stored[j]
+            return out
         self.n_misses += 1
         if self._n_used < self.capacity:
             slot = self._n_used
@@ -323,12 +384,21 @@ cdef class KernelCache:
             old = self._row_of_slot[slot]
             self._slot_of_row[old] = -1
             self._unlink(slot)
-        self._compute_row(i, self._buffer + slot * m)
         self.n_kernel_evaluations += m
         self._row_of_slot[slot] = i
         self._slot_of_row[i] = slot
         self._move_to_front(slot)
-        return self._buffer + slot * m
+        if not self.float32:
+            self._compute_row(i, self._buffer + slot * m)
+            return self._buffer + slot * m
+        out = self._scratch + self._turn * m
+        self._turn = 1 - self._turn
+        self._compute_row(i, out)
+        stored = self._fbuffer + slot * m
+        for j in range(m):
+            stored[j] = <float> out[j]
+            out[j] = stored[j]
+        return out
 
     # ----------------------------------------------------------- LRU list ops
 
@@ -356,15 +426,43 @@ cdef class KernelCache:
     # -------------------------------------------------------- row computation
 
     cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil:
+        """Row i into ``out``, in fixed blocks shared among ``n_threads`` threads."""
+        cdef Py_ssize_t m = self.n_samples, b, p
+        cdef Py_ssize_t n_blocks = (m + ROW_BLOCK - 1) // ROW_BLOCK
+        cdef int n_threads = self.n_threads
+        cdef Py_ssize_t start = 0, stop = 0
         if self._sparse:
-            self._compute_row_sparse(i, out)
+            # Scatter x_i into the dense work vector the blocks read (and clear it after).
+            start = self._indptr[i]
+            stop = self._indptr[i + 1]
+            for p in range(start, stop):
+                self._work[self._indices[p]] = self._data[p]
+        if n_threads > 1 and n_blocks > 1:
+            for b in prange(n_blocks, num_threads=n_threads, schedule="static"):
+                self._compute_block(i, out, b * ROW_BLOCK,
+                                    m if (b + 1) * ROW_BLOCK > m else (b + 1) * ROW_BLOCK)
         else:
-            self._compute_row_dense(i, out)
-        self._transform(i, out)
+            for b in range(n_blocks):
+                self._compute_block(i, out, b * ROW_BLOCK,
+                                    m if (b + 1) * ROW_BLOCK > m else (b + 1) * ROW_BLOCK)
+        if self._sparse:
+            for p in range(start, stop):
+                self._work[self._indices[p]] = 0.0
+        out[i] = self._diag[i]
 
-    cdef void _compute_row_dense(self, Py_ssize_t i, double* out) noexcept nogil:
-        """out[j] = <x_j, x_i> (or ||x_j - x_i||_1 for laplace)."""
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features
+    cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                             Py_ssize_t j1) noexcept nogil:
+        """out[j] = k(x_j, x_i) for j0 <= j < j1."""
+        if self._sparse:
+            self._compute_block_sparse(i, out, j0, j1)
+        else:
+            self._compute_block_dense(i, out, j0, j1)
+        self._transform(i, out, j0, j1)
+
+    cdef void _compute_block_dense(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                                   Py_ssize_t j1) noexcept nogil:
+        """out[j] = <x_j, x_i> (or ||x_j - x_i||_1 for laplace), j0 <= j < j1."""
+        cdef Py_ssize_t d = self.n_features
         cdef Py_ssize_t j, k
         cdef int n_rows, n_cols, lda, one = 1
         cdef double alpha = 1.0, beta = 0.0, s
@@ -373,79 +471,75 @@ cdef class KernelCache:
         cdef const double* xi
         cdef const double* xj
         if d == 0:
-            memset(out, 0, m * sizeof(double))
+            memset(out + j0, 0, (j1 - j0) * sizeof(double))
             return
         X = &self._X[0, 0]
         xi = X + i * d
         if self.kernel_code == LAPLACE:
-            for j in range(m):
+            for j in range(j0, j1):
                 xj = X + j * d
                 s = 0.0
                 for k in range(d):
                     s = s + fabs(xj[k] - xi[k])
                 out[j] = s
             return
-        # Row-major (m, d) X is column-major A = X^T of shape (d, m), lda = d;
-        # out = A^T x_i = X x_i.
+        # Row-major rows j0..j1 of X are a column-major A of shape (d, j1 - j0),
+        # lda = d; out[j0:j1] = A^T x_i.
         n_rows = <int> d
-        n_cols = <int> m
+        n_cols = <int> (j1 - j0)
         lda = <int> d
-        dgemv(&trans, &n_rows, &n_cols, &alpha, <double*> X, &lda, <double*> xi, &one,
-              &beta, out, &one)
+        dgemv(&trans, &n_rows, &n_cols, &alpha, <double*> (X + j0 * d), &lda, <double*> xi,
+              &one, &beta, out + j0, &one)
 
-    cdef void _compute_row_sparse(self, Py_ssize_t i, double* out) noexcept nogil:
-        """Same as _compute_row_dense for CSR X, through a scattered copy of x_i."""
-        cdef Py_ssize_t m = self.n_samples
-        cdef Py_ssize_t j, p, start = self._indptr[i], stop = self._indptr[i + 1]
+    cdef void _compute_block_sparse(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                                    Py_ssize_t j1) noexcept nogil:
+        """Same as _compute_block_dense for CSR X, through the scattered copy of x_i."""
+        cdef Py_ssize_t j, p
         cdef double s, v
-        cdef double* w = self._work
+        cdef const double* w = self._work
         cdef const double* data = &self._data[0] if self._data.shape[0] > 0 else NULL
         cdef const Py_ssize_t* ind = &self._indices[0] if self._indices.shape[0] > 0 else NULL
         cdef const Py_ssize_t* ptr = &self._indptr[0]
-        for p in range(start, stop):
-            w[ind[p]] = data[p]
         if self.kernel_code == LAPLACE:
-            for j in range(m):
+            for j in range(j0, j1):
                 s = self._l1norm[i]
                 for p in range(ptr[j], ptr[j + 1]):
                     v = w[ind[p]]
                     s = s + (fabs(data[p] - v) - fabs(v))
                 out[j] = s
         else:
-            for j in range(m):
+            for j in range(j0, j1):
                 s = 0.0
                 for p in range(ptr[j], ptr[j + 1]):
                     s = s + data[p] * w[ind[p]]
                 out[j] = s
-        for p in range(start, stop):
-            w[ind[p]] = 0.0
 
-    cdef void _transform(self, Py_ssize_t i, double* out) noexcept nogil:
-        """Turn inner products (L1 distances for laplace) into kernel values."""
-        cdef Py_ssize_t m = self.n_samples, j
+    cdef void _transform(self, Py_ssize_t i, double* out, Py_ssize_t j0,
+                         Py_ssize_t j1) noexcept nogil:
+        """Turn inner products (L1 distances for laplace) into kernel values, j0 <= j < j1."""
+        cdef Py_ssize_t j
         cdef double g = self.gamma, c0 = self.coef0, deg = self.degree
         cdef double ni, dist
         cdef int code = self.kernel_code
         if code == POLY:
-            for j in range(m):
+            for j in range(j0, j1):
                 out[j] = pow(g * out[j] + c0, deg)
         elif code == RBF:
             ni = self._sqnorm[i]
-            for j in range(m):
+            for j in range(j0, j1):
                 dist = ni + self._sqnorm[j] - 2.0 * out[j]
                 if dist < 0.0:
                     dist = 0.0
                 out[j] = exp(-g * dist)
         elif code == LAPLACE:
-            for j in range(m):
+            for j in range(j0, j1):
                 dist = out[j]
                 if dist < 0.0:
                     dist = 0.0
                 out[j] = exp(-g * dist)
         elif code == SIGMOID:
-            for j in range(m):
+            for j in range(j0, j1):
                 out[j] = tanh(g * out[j] + c0)
-        out[i] = self._diag[i]
 
     # ------------------------------------------------------------- Python API
 
@@ -545,10 +639,11 @@ cdef class KernelCache:
 
     @property
     def nbytes(self):
-        """Bytes of the row buffer (``capacity * n_samples * 8``; 0 for precomputed)."""
+        """Bytes of the row buffer (``capacity * n_samples * 8``, or 4 per value with float32;
+        0 for precomputed)."""
         if self._precomputed:
             return 0
-        return int(self.capacity) * int(self.n_samples) * 8
+        return int(self.capacity) * int(self.n_samples) * (4 if self.float32 else 8)
 
     @property
     def n_cached(self):
@@ -574,10 +669,10 @@ cdef class KernelCache:
         return out
 
     @staticmethod
-    def rows_for_budget(m, cache_size_mb):
+    def rows_for_budget(m, cache_size_mb, float32=False):
         """Capacity in rows of a cache of ``cache_size_mb`` MB for m samples.
 
-        ``floor(cache_size_mb * 2**20) // (8 m)`` in 64-bit integer
+        ``floor(cache_size_mb * 2**20) // (8 m)`` (4 m with float32) in 64-bit integer
         arithmetic, clamped to ``[2, m]`` (``m`` when ``m < 2``).
 
         Parameters
@@ -586,6 +681,8 @@ cdef class KernelCache:
             Number of samples (row length), >= 1.
         cache_size_mb : float
             Budget in MB (2**20 bytes), > 0.
+        float32 : bool, default=False
+            Rows stored in single precision (4 bytes per value instead of 8).
 
         Returns
         -------
@@ -595,13 +692,14 @@ cdef class KernelCache:
             raise ValueError(f"m must be >= 1, got {m!r}.")
         if not cache_size_mb > 0:
             raise ValueError(f"cache_size_mb must be a positive number, got {cache_size_mb!r}.")
-        return _rows_for_budget(<Py_ssize_t> m, <double> cache_size_mb)
+        return _rows_for_budget(<Py_ssize_t> m, <double> cache_size_mb, 4 if float32 else 8)
 
     def __repr__(self):
         kind = "precomputed" if self._precomputed else ("csr" if self._sparse else "dense")
         return (
             f"KernelCache({KERNEL_NAMES[self.kernel_code]}, {kind}, n_samples={self.n_samples}, "
-            f"capacity={self.capacity}, hits={self.n_hits}, misses={self.n_misses})"
+            f"capacity={self.capacity}{', float32' if self.float32 else ''}, "
+            f"hits={self.n_hits}, misses={self.n_misses})"
         )
 
     def __reduce__(self):
