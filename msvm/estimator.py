@@ -48,19 +48,23 @@ class MultiClassSVC(ClassifierMixin, BaseEstimator):
 
     One quadratic program over all classes (not a vote of binary SVMs), for
     the machines of the unified family: Weston–Watkins (``'ww'``),
-    Crammer–Singer (``'cs'``), Lee–Lin–Wahba (``'llw'``) and the quadratic-loss
-    M-SVM² (``'msvm2'``).  See :mod:`msvm.machines` for their formulations and
-    for how each reduces to :class:`sklearn.svm.SVC` when there are two
+    Crammer–Singer (``'cs'``), Lee–Lin–Wahba (``'llw'``), the quadratic-loss
+    M-SVM² (``'msvm2'``), and the absolute-margin rows of Doğan, Glasmachers
+    & Igel: ADM (``'adm'``), ATS (``'ats'``), ATM (``'atm'``), one-vs-all as
+    a total sum-loss without sum-to-zero (``'ova'``) and maximum margin
+    regression (``'mmr'``).  See :mod:`msvm.machines` for their formulations
+    and for how each reduces to :class:`sklearn.svm.SVC` when there are two
     classes.
 
     Parameters
     ----------
-    model : {'ww', 'cs', 'llw', 'msvm2'}, default='ww'
+    model : {'ww', 'cs', 'llw', 'msvm2', 'adm', 'ats', 'atm', 'ova', 'mmr'}, default='ww'
         The machine (row of the unified table, :data:`msvm.machines.MACHINES`).
     C : float, default=1.0
         Soft-margin parameter (> 0), in the machine's original formulation.
-        For two classes, WW and CS with C equal SVC with ``C = 2C``, LLW
-        equals SVC with ``C = C/2``.
+        For two classes, WW and CS with C equal SVC with ``C = 2C``; LLW,
+        ADM, ATM and MMR equal SVC with ``C = C/2``; ATS and OvA equal SVC
+        with ``C = C``.
     kernel : {'linear', 'poly', 'rbf', 'laplace', 'sigmoid', 'precomputed'} or callable, \
 default='rbf'
         Kernel, with scikit-learn's conventions (:mod:`msvm.kernels`).  With
