@@ -68,6 +68,12 @@ extensions = [
         include_dirs=[np.get_include()],
         extra_compile_args=COMPILE_ARGS,
     ),
+    Extension(
+        "msvm._core._frank_wolfe",
+        ["msvm/_core/_frank_wolfe.pyx"],
+        include_dirs=[np.get_include()],
+        extra_compile_args=COMPILE_ARGS,
+    ),
 ]
 
 setup(

@@ -17,6 +17,7 @@ SOLVERS = {
     "cvxpy": "msvm.solvers.reference_cvxpy",
     "osqp": "msvm.solvers.reference_osqp",
     "s2do": "msvm.solvers.s2do",
+    "frank_wolfe": "msvm.solvers.frank_wolfe",
 }
 
 #: Largest number of dual variables for which 'auto' picks a reference QP solver.
