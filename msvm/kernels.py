@@ -176,11 +176,14 @@ class Kernel:
             out[start : start + len(chunk)] = self.gram(chunk, support) @ coef[support]
         return out
 
-    def cache(self, cache_size: float = 200.0):
+    def cache(self, cache_size: float = 200.0, *, float32: bool = False, n_threads: int = 1):
         """A compiled LRU cache of Gram rows bounded by ``cache_size`` MB.
 
-        Callable kernels are evaluated once into a full Gram matrix (as
-        scikit-learn does), which the cache then serves as precomputed.
+        ``float32`` stores rows in single precision (twice the rows per MB);
+        ``n_threads`` OpenMP threads share the computation of each row (see
+        :class:`~msvm._core._kernel_cache.KernelCache`).  Callable kernels are
+        evaluated once into a full Gram matrix (as scikit-learn does), which
+        the cache then serves as precomputed.
         """
         from msvm._core._kernel_cache import KernelCache
 
@@ -194,5 +197,5 @@ class Kernel:
             X = np.ascontiguousarray(X, dtype=np.float64)
         return KernelCache(
             X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree), float(self.coef0),
-            float(cache_size),
+            float(cache_size), float32=bool(float32), n_threads=int(n_threads),
         )

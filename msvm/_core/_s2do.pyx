@@ -70,6 +70,25 @@ Two loops share this state:
   example): O(m) per iteration; on usps this does not change the number of
   iterations measured against the exhaustive search.
 
+One pass per step (fast path).  After a step the fused pass of
+``_fast_update`` visits every example once: it adds the step's β deltas
+times the two Gram rows to the changed columns of F_e (and S_e) and, for an
+example of the working set, refreshes σ_e, the extremes and viol[e] right
+away, while the row of F is in cache; the second-variable search of the next
+step is a second pass, over the working set only.
+
+Threads.  Both passes run over fixed chunks of CHUNK examples, shared among
+``n_threads`` OpenMP threads (each chunk writes only its own examples'
+state); a chunk reports its best candidate and the chunks are combined in
+order with the same strict comparisons as the serial loop, so the iterates
+are bit-identical whatever the number of threads (the Gram rows are
+computed in fixed blocks too, see :mod:`msvm._core._kernel_cache`).  What
+stays serial per step: the 2-D subproblem, the β bookkeeping, the cache's
+LRU lists and the reductions over chunks.  Because a step costs only tens of
+microseconds, two barriers per step are cheap on idle cores but ruinous when
+other processes hold them; ``_tune`` therefore times one thread against all
+of them every few thousand steps and keeps the faster.
+
 Shrinking: every ``shrink_interval`` iterations examples whose every
 variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
 and a margin of ``shrink_margin``·tol from the bound switching) are removed
@@ -85,6 +104,7 @@ diagnostics' KKT violation never exceeds the solver's).
 """
 
 cimport cython
+from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
@@ -97,6 +117,16 @@ import numpy as np
 __all__ = ["S2DOState"]
 
 cdef double BIG_GAIN = 1e300
+
+# Examples per task of the parallel loops.  The chunks (and the order in which
+# their results are combined) do not depend on the number of threads, so a
+# run gives the same iterates with any n_threads.
+cdef Py_ssize_t CHUNK = 256
+
+# Thread tuning (see S2DOState._tune): iterations per timed window, and
+# iterations run with the faster setting before timing both again.
+cdef long long TUNE_WINDOW = 256
+cdef long long TUNE_COMMIT = 8192
 
 # Return codes of run().
 cdef enum:
@@ -131,6 +161,14 @@ cdef inline double _gain(double g1, double g2, double h11, double h12, double h2
     if den <= 0:
         return BIG_GAIN if num > 0 else 0.0
     return num * num / (2.0 * den)
+
+
+cdef inline bint _contains(const int* a, int n, int v) noexcept nogil:
+    cdef int j
+    for j in range(n):
+        if a[j] == v:
+            return True
+    return False
 
 
 cdef inline double _model(double m1, double m2, double g1, double g2,
@@ -319,6 +357,34 @@ cdef class S2DOState:
     cdef Py_ssize_t* adown
     cdef Py_ssize_t* amin
 
+    # Parallel fast path: threads, working-set flags, per-chunk results and the
+    # read-only inputs of one pass / one selection (set before the parallel loop).
+    cdef public int n_threads
+    cdef int cur_threads
+    cdef int tune_phase
+    cdef long long tune_count
+    cdef double tune_t0
+    cdef double tune_cost
+    cdef int tune_losses
+    cdef readonly long long n_parallel_iter
+    cdef unsigned char[::1] inwork
+    cdef double* cbest
+    cdef Py_ssize_t* cidx
+    cdef Py_ssize_t* cslot
+    cdef int* pcol          # changed columns of F (2 × Q)
+    cdef double* pw0        # their β deltas in row i
+    cdef double* pw1        # ... and in row k
+    cdef int pnc
+    cdef double pdS0, pdS1
+    cdef const double* pKi
+    cdef const double* pKk
+    cdef Py_ssize_t pi, pk
+    cdef bint prescan_all
+    cdef Py_ssize_t si, sp
+    cdef int sr1
+    cdef double sg1, sh11, sKii
+    cdef const double* sMrow
+
     cdef readonly Py_ssize_t n_work
     cdef readonly long long n_iter
     cdef readonly long long n_unshrink
@@ -335,6 +401,12 @@ cdef class S2DOState:
         self.gmin = NULL
         self.adown = NULL
         self.amin = NULL
+        self.cbest = NULL
+        self.cidx = NULL
+        self.cslot = NULL
+        self.pcol = NULL
+        self.pw0 = NULL
+        self.pw1 = NULL
 
     def __dealloc__(self):
         free(self.dbeta)
@@ -343,11 +415,26 @@ cdef class S2DOState:
         free(self.gmin)
         free(self.adown)
         free(self.amin)
+        free(self.cbest)
+        free(self.cidx)
+        free(self.cslot)
+        free(self.pcol)
+        free(self.pw0)
+        free(self.pw1)
 
     def __init__(self, KernelCache kc, y, alpha, M, gamma, active, slack, group_size,
                  nz_count, nz_col, nz_val, nu_mean, double C, double shift, double tol,
-                 bint centred, bint shrinking=True, fast=None):
-        cdef Py_ssize_t i
+                 bint centred, bint shrinking=True, fast=None, int n_threads=1):
+        cdef Py_ssize_t i, n_chunks
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
+        self.n_threads = n_threads
+        self.cur_threads = n_threads
+        self.tune_phase = 0
+        self.tune_count = 0
+        self.tune_t0 = -1.0
+        self.tune_losses = 0
+        self.n_parallel_iter = 0
         self.kc = kc
         self.y = y
         self.alpha = alpha
@@ -399,6 +486,17 @@ cdef class S2DOState:
         self.aall = np.full(self.m, -1, dtype=np.intp)
         self.stale = np.zeros(self.m, dtype=np.uint8)
         self.n_work = self.m
+        self.inwork = np.ones(self.m, dtype=np.uint8)
+        n_chunks = (self.m + CHUNK - 1) // CHUNK
+        self.cbest = <double*>malloc(n_chunks * sizeof(double))
+        self.cidx = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
+        self.cslot = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
+        self.pcol = <int*>malloc(2 * self.Q * sizeof(int))
+        self.pw0 = <double*>malloc(2 * self.Q * sizeof(double))
+        self.pw1 = <double*>malloc(2 * self.Q * sizeof(double))
+        if (self.cbest == NULL or self.cidx == NULL or self.cslot == NULL or self.pcol == NULL
+                or self.pw0 == NULL or self.pw1 == NULL):
+            raise MemoryError()
         self.shrink_interval = 1000
         self.shrink_margin = 1.0
         self.dbeta = <double*>malloc(2 * self.Q * sizeof(double))
@@ -709,60 +807,41 @@ cdef class S2DOState:
         else:
             Ki = self.kc.row_ptr(i)
             Mrow = &self.M[yi * P + p, 0]
-            best_gain = -1.0
-            for t in range(self.n_work):
-                e = self.work_idx[t]
-                ye = self.y[e]
-                kie = Ki[e]
-                if e == i:
-                    kie = Kii
-                elif self.fast:
-                    # Candidate of example e: its most violating single variable.
-                    s = self._best_single(e)
-                    if s < 0:
-                        continue
-                    g2 = self._grad(e, s)
-                    if self.stale[e]:
-                        # Stale extremes: check that the slot really can move.
+            if self.fast:
+                self._select_fast(i, p, r1, g1, h11, Kii, Mrow, Ki, &k, &q)
+            else:
+                best_gain = -1.0
+                for t in range(self.n_work):
+                    e = self.work_idx[t]
+                    ye = self.y[e]
+                    kie = Kii if e == i else Ki[e]
+                    for s in range(P):
+                        if not self.active[ye, s]:
+                            continue
+                        g2 = self._grad(e, s)
+                        if g2 == 0:
+                            continue
                         r2 = self.slack[ye, s]
-                        if not ((g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim))
-                                or (g2 > 0 and self.alpha[e, s] > 0)):
-                            continue
-                    h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
-                    h12 = Mrow[ye * P + s] * kie
-                    gn = _gain(g1, g2, h11, h12, h22)
-                    if gn > best_gain:
-                        best_gain = gn
-                        k = e
-                        q = s
-                    continue
-                for s in range(P):
-                    if not self.active[ye, s]:
-                        continue
-                    g2 = self._grad(e, s)
-                    if g2 == 0:
-                        continue
-                    r2 = self.slack[ye, s]
-                    if e == i:
-                        if s == p:
-                            continue
-                        if r1 >= 0 and r2 == r1:
-                            movable = g2 < 0 or self.alpha[e, s] > 0
+                        if e == i:
+                            if s == p:
+                                continue
+                            if r1 >= 0 and r2 == r1:
+                                movable = g2 < 0 or self.alpha[e, s] > 0
+                            else:
+                                movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
+                                    (g2 > 0 and self.alpha[e, s] > 0)
                         else:
                             movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
                                 (g2 > 0 and self.alpha[e, s] > 0)
-                    else:
-                        movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
-                            (g2 > 0 and self.alpha[e, s] > 0)
-                    if not movable:
-                        continue
-                    h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
-                    h12 = Mrow[ye * P + s] * kie
-                    gn = _gain(g1, g2, h11, h12, h22)
-                    if gn > best_gain:
-                        best_gain = gn
-                        k = e
-                        q = s
+                        if not movable:
+                            continue
+                        h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+                        h12 = Mrow[ye * P + s] * kie
+                        gn = _gain(g1, g2, h11, h12, h22)
+                        if gn > best_gain:
+                            best_gain = gn
+                            k = e
+                            q = s
 
         a1 = self.alpha[i, p]
         l1 = -a1
@@ -850,12 +929,12 @@ cdef class S2DOState:
         Ki = self.kc.row_ptr(i)
         if k != i:
             Kk = self.kc.row_ptr(k)
-        self._update_scores(i, Ki, 0)
-        if k != i:
-            self._update_scores(k, Kk, 1)
         if self.fast:
-            self._fast_pass(i, k)
+            self._fast_update(i, k, Ki, Kk)
         else:
+            self._update_scores(i, Ki, 0)
+            if k != i:
+                self._update_scores(k, Kk, 1)
             for t in range(self.n_work):
                 self._refresh(self.work_idx[t])
             self._find_max()
@@ -863,25 +942,174 @@ cdef class S2DOState:
         self._clear(1)
         self.n_iter += 1
 
-    cdef void _fast_pass(self, Py_ssize_t i, Py_ssize_t k) noexcept nogil:
-        """Refresh σ, the cached extremes and viol of the working set after a step.
+    # ------------------------------------------------- fast path, parallel
+    cdef void _select_fast(self, Py_ssize_t i, Py_ssize_t p, int r1, double g1, double h11,
+                           double Kii, const double* Mrow, const double* Ki,
+                           Py_ssize_t* k, Py_ssize_t* q) noexcept nogil:
+        """Second variable of the fast path: best gain over the chunks of the working set."""
+        cdef Py_ssize_t b, n_chunks = (self.n_work + CHUNK - 1) // CHUNK
+        cdef double best = -1.0
+        self.si = i
+        self.sp = p
+        self.sr1 = r1
+        self.sg1 = g1
+        self.sh11 = h11
+        self.sKii = Kii
+        self.sMrow = Mrow
+        self.pKi = Ki
+        if self.cur_threads > 1 and n_chunks > 1:
+            for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
+                self._select_chunk(b)
+        else:
+            for b in range(n_chunks):
+                self._select_chunk(b)
+        k[0] = -1
+        q[0] = -1
+        for b in range(n_chunks):   # in chunk order, strict '>': the serial answer
+            if self.cidx[b] >= 0 and self.cbest[b] > best:
+                best = self.cbest[b]
+                k[0] = self.cidx[b]
+                q[0] = self.cslot[b]
+
+    cdef void _select_chunk(self, Py_ssize_t b) noexcept nogil:
+        """Best partner in positions [b·CHUNK, (b+1)·CHUNK) of the working set.
+
+        Each other example offers its most violating single variable; the
+        first variable's own example offers every slot that can move with it.
+        """
+        cdef Py_ssize_t t, e, ye, s, P = self.P
+        cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, p = self.sp, bk = -1, bq = -1
+        cdef int r1 = self.sr1, r2
+        cdef double g1 = self.sg1, h11 = self.sh11, g2, h12, h22, gn, best = -1.0
+        cdef double lim = self.C - self.eps_cap, shift = self.shift
+        cdef const double* Ki = self.pKi
+        cdef const double* Mrow = self.sMrow
+        cdef bint movable
+        if t1 > self.n_work:
+            t1 = self.n_work
+        for t in range(b * CHUNK, t1):
+            e = self.work_idx[t]
+            ye = self.y[e]
+            if e != i:
+                s = self._best_single(e)
+                if s < 0:
+                    continue
+                g2 = self.sigma[e] - self.F[e, s] - self.gamma[ye, s]
+                if self.stale[e]:
+                    # Stale extremes: check that the slot really can move.
+                    r2 = self.slack[ye, s]
+                    if not ((g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim))
+                            or (g2 > 0 and self.alpha[e, s] > 0)):
+                        continue
+                h22 = self.Mdiag[ye, s] * (self.kdiag[e] + shift)
+                h12 = Mrow[ye * P + s] * Ki[e]
+                gn = _gain(g1, g2, h11, h12, h22)
+                if gn > best:
+                    best = gn
+                    bk = e
+                    bq = s
+                continue
+            for s in range(P):
+                if s == p or not self.active[ye, s]:
+                    continue
+                g2 = self.sigma[e] - self.F[e, s] - self.gamma[ye, s]
+                if g2 == 0:
+                    continue
+                r2 = self.slack[ye, s]
+                if r1 >= 0 and r2 == r1:
+                    movable = g2 < 0 or self.alpha[e, s] > 0
+                else:
+                    movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
+                        (g2 > 0 and self.alpha[e, s] > 0)
+                if not movable:
+                    continue
+                h22 = self.Mdiag[ye, s] * (self.kdiag[e] + shift)
+                h12 = Mrow[ye * P + s] * self.sKii
+                gn = _gain(g1, g2, h11, h12, h22)
+                if gn > best:
+                    best = gn
+                    bk = e
+                    bq = s
+        self.cbest[b] = best
+        self.cidx[b] = bk
+        self.cslot[b] = bq
+
+    cdef void _fast_update(self, Py_ssize_t i, Py_ssize_t k, const double* Ki,
+                           const double* Kk) noexcept nogil:
+        """After a step: new scores and cached extremes, and the next first variable.
+
+        One pass over all examples in chunks (threads share the chunks): each
+        example gets its changed F columns (and S) from the two Gram rows, and,
+        if it is in the working set, its σ, extremes and violation; each chunk
+        reports its largest violation.
+        """
+        cdef Py_ssize_t b, m = self.m, Q = self.Q, n_chunks = (self.m + CHUNK - 1) // CHUNK
+        cdef int j, nc = 0
+        cdef Py_ssize_t best_e = -1
+        cdef double best = 0.0
+        cdef int* c0 = self.dcols
+        cdef int* c1 = self.dcols + Q
+        # The changed columns (without duplicates) with their deltas in rows i and k.
+        for j in range(self.ncols[0]):
+            self.pcol[nc] = c0[j]
+            nc += 1
+        for j in range(self.ncols[1]):
+            if not _contains(self.pcol, nc, c1[j]):
+                self.pcol[nc] = c1[j]
+                nc += 1
+        for j in range(nc):
+            self.pw0[j] = self.dbeta[self.pcol[j]]
+            self.pw1[j] = self.dbeta[Q + self.pcol[j]]
+        self.pnc = nc
+        self.pdS0 = self.dS[0]
+        self.pdS1 = self.dS[1]
+        self.pKi = Ki
+        self.pKk = Ki if k == i else Kk
+        self.pi = i
+        self.pk = k
+        # Updating the extremes costs O(changed slots) per example, a rescan O(P).
+        self.prescan_all = 2 * nc > self.P
+        if self.cur_threads > 1 and n_chunks > 1:
+            for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
+                self._pass_chunk(b)
+        else:
+            for b in range(n_chunks):
+                self._pass_chunk(b)
+        for b in range(n_chunks):   # in chunk order, strict '>': the serial answer
+            if self.cbest[b] > best:
+                best = self.cbest[b]
+                best_e = self.cidx[b]
+        self.max_violation = best
+        self.next_i = best_e
+        if best_e >= 0:
+            self.next_p = self.wp[best_e]
+            self.next_q = self.wq[best_e]
+
+    cdef void _pass_chunk(self, Py_ssize_t b) noexcept nogil:
+        """Examples [b·CHUNK, (b+1)·CHUNK) of the pass of :meth:`_fast_update`.
 
         Written with raw pointers and the slot logic inlined: this loop is the
-        solver's hot spot (one pass over the working set per iteration).
+        solver's hot spot.  Touches only rows of its own examples (thread-safe).
         """
-        cdef Py_ssize_t t, e, y, s, best_e = -1, au, ad, aa, bp, bq
-        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, n_work = self.n_work
-        cdef int j, jj, nc = 0, r
-        cdef int cc[64]
-        cdef int* c0 = self.dcols
-        cdef int* c1 = self.dcols + self.Q
-        cdef double best = 0.0, v, h, hu, hd, ha, w, lim = self.C - self.eps_cap
-        cdef bint dirty, max_loss = self.max_loss, centred = self.centred, dup
-        cdef const double* F = &self.F[0, 0]
-        cdef const double* Fe
+        cdef Py_ssize_t e, y, s, best_e = -1, au, ad, aa
+        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, i = self.pi, k = self.pk
+        cdef Py_ssize_t e1 = (b + 1) * CHUNK
+        cdef int j, r, nc = self.pnc
+        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, lim = self.C - self.eps_cap
+        cdef double shift = self.shift, dS0 = self.pdS0, dS1 = self.pdS1
+        cdef bint dirty, max_loss = self.max_loss, centred = self.centred
+        cdef bint rescan_all = self.prescan_all
+        cdef const int* cc = self.pcol
+        cdef const double* w0 = self.pw0
+        cdef const double* w1 = self.pw1
+        cdef const double* Ki = self.pKi
+        cdef const double* Kk = self.pKk
+        cdef double* F = &self.F[0, 0]
+        cdef double* Fe
+        cdef double* S = &self.S[0]
+        cdef const unsigned char* inwork = &self.inwork[0]
         cdef const double* alpha = &self.alpha[0, 0]
         cdef const double* gsum = &self.gsum[0, 0]
-        cdef const double* S = &self.S[0]
         cdef const double* gam = &self.gamma[0, 0]
         cdef const unsigned char* act = &self.active[0, 0]
         cdef const int* slk = &self.slack[0, 0]
@@ -890,7 +1118,6 @@ cdef class S2DOState:
         cdef const double* uval = &self.u_val[0, 0]
         cdef const double* kap = &self.kappa[0]
         cdef const Py_ssize_t* yv = &self.y[0]
-        cdef const Py_ssize_t* work = &self.work_idx[0]
         cdef double* sigma = &self.sigma[0]
         cdef double* hup = &self.hup[0]
         cdef double* hdn = &self.hdn[0]
@@ -899,30 +1126,32 @@ cdef class S2DOState:
         cdef Py_ssize_t* aup = &self.aup[0]
         cdef Py_ssize_t* adn = &self.adn[0]
         cdef Py_ssize_t* aall = &self.aall[0]
-        cdef Py_ssize_t* wp = &self.wp[0]
-        cdef Py_ssize_t* wq = &self.wq[0]
         cdef unsigned char* stale = &self.stale[0]
-        # Changed columns of F (= changed slots), without duplicates.
-        for j in range(self.ncols[0] + self.ncols[1]):
-            r = c0[j] if j < self.ncols[0] else c1[j - self.ncols[0]]
-            dup = False
-            for jj in range(nc):
-                if cc[jj] == r:
-                    dup = True
-            if not dup and nc < 64:
-                cc[nc] = r
-                nc += 1
-        for t in range(n_work):
-            e = work[t]
-            y = yv[e]
+        if e1 > self.m:
+            e1 = self.m
+        for e in range(b * CHUNK, e1):
+            # F_e += Δβ_i K'(x_i, x_e) + Δβ_k K'(x_k, x_e) on the changed columns.
+            k0 = Ki[e]
+            k1 = Kk[e]
+            if e == i:
+                k0 = k0 + shift
+            if e == k:
+                k1 = k1 + shift
             Fe = F + e * Q
+            for j in range(nc):
+                Fe[cc[j]] += w0[j] * k0 + w1[j] * k1
+            if centred:
+                S[e] += dS0 * k0 + dS1 * k1
+            if not inwork[e]:
+                continue
+            y = yv[e]
             v = 0.0
             for j in range(ucnt[y]):
                 v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
             if centred:
                 v -= kap[y] * S[e]
             sigma[e] = v
-            if e == i or e == k or nc >= 64:
+            if e == i or e == k or rescan_all:
                 self._rescan(e)
             else:
                 dirty = stale[e]
@@ -968,18 +1197,15 @@ cdef class S2DOState:
             self._fast_violation(e)
             v = viol[e]
             if v > best and stale[e]:
-                # Only an example that would lead is made exact (lazy rescans).
+                # Only an example that would lead its chunk is made exact (lazy rescans).
                 self._rescan(e)
                 self._fast_violation(e)
                 v = viol[e]
             if v > best:
                 best = v
                 best_e = e
-        self.max_violation = best
-        self.next_i = best_e
-        if best_e >= 0:
-            self.next_p = self.wp[best_e]
-            self.next_q = self.wq[best_e]
+        self.cbest[b] = best
+        self.cidx[b] = best_e
 
     cdef void _collect(self, int slot, Py_ssize_t y, Py_ssize_t p, double d, bint reset) noexcept nogil:
         """Add d·ν_{y,p,·} to the β-delta row ``slot`` and list its changed columns."""
@@ -1043,6 +1269,8 @@ cdef class S2DOState:
             if self.viol[e] > 0 or self._near(e, margin):
                 self.work_idx[n] = e
                 n += 1
+            else:
+                self.inwork[e] = 0
         self.n_work = n
 
     cdef bint _near(self, Py_ssize_t e, double margin) noexcept nogil:
@@ -1061,6 +1289,7 @@ cdef class S2DOState:
         cdef Py_ssize_t e
         for e in range(self.m):
             self.work_idx[e] = e
+            self.inwork[e] = 1
             self._refresh(e)
         self.n_work = self.m
         self.n_unshrink += 1
@@ -1090,6 +1319,8 @@ cdef class S2DOState:
                     break
                 self._step()
                 steps += 1
+                if self.n_threads > 1:
+                    self._tune()
                 self.since_shrink += 1
                 if self.shrinking and self.since_shrink >= self.shrink_interval:
                     self._shrink()
@@ -1099,6 +1330,62 @@ cdef class S2DOState:
                     status = TIME_UP
                     break
         return status
+
+    cdef void _use_threads(self, int n) noexcept nogil:
+        self.cur_threads = n
+        self.kc.n_threads = n
+
+    cdef void _tune(self) noexcept nogil:
+        """Use threads only while they pay.
+
+        The parallel loops synchronise twice per iteration, every few tens of
+        microseconds; on a machine whose cores are busy with other processes
+        a thread that is not scheduled stalls its partner at every barrier,
+        and 2 threads can be many times slower than 1 (measured: 10×).  So
+        the loop times TUNE_WINDOW iterations on one thread, then the same
+        number on all threads -- given up as soon as it takes longer than the
+        serial window did -- runs the faster setting for TUNE_COMMIT
+        iterations (doubled each time the threads lose, up to 64×), and
+        times both again.  The iterates do not depend on the thread count
+        (fixed chunks, ordered reductions), only the speed does.
+        """
+        cdef double now
+        if self.cur_threads > 1:
+            self.n_parallel_iter += 1
+        self.tune_count += 1
+        if self.tune_phase == 2:
+            if self.tune_count >= TUNE_COMMIT << self.tune_losses:
+                self.tune_phase = 0
+                self.tune_count = 0
+                self.tune_t0 = _now()
+                self._use_threads(1)
+            return
+        if self.tune_t0 < 0:   # first call
+            self.tune_count = 0
+            self.tune_t0 = _now()
+            self._use_threads(1)
+            return
+        if self.tune_phase == 1:
+            now = _now()
+            if now - self.tune_t0 > self.tune_cost:
+                # The threads are already slower than one thread was.
+                self.tune_phase = 2
+                self.tune_count = 0
+                if self.tune_losses < 6:
+                    self.tune_losses += 1
+                self._use_threads(1)
+            elif self.tune_count >= TUNE_WINDOW:
+                self.tune_phase = 2
+                self.tune_count = 0
+                self.tune_losses = 0
+            return
+        if self.tune_count >= TUNE_WINDOW:
+            now = _now()
+            self.tune_cost = now - self.tune_t0
+            self.tune_phase = 1
+            self.tune_count = 0
+            self.tune_t0 = now
+            self._use_threads(self.n_threads)
 
     def scores(self):
         """Centred scores F̄ = K'β̄ (m, Q)."""
