@@ -180,7 +180,7 @@ def test_reference_solvers_agree_and_certify(model, bias, kernel):
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("model", FAMILY)
 def test_reference_solvers_agree_and_certify_all_cases(model, bias, kernel):
-    """The same on all ten cases of the factory (about 100 s for the five rows)."""
+    """The same on all ten cases of the factory (100-200 s for the five rows on 2 cores)."""
     _reference_solvers_agree(model, bias, kernel, generated_cases(10))
 
 
