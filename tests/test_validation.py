@@ -18,7 +18,10 @@ from msvm.solvers import get_solver  # noqa: E402
 from validation import registry  # noqa: E402
 from validation.__main__ import run  # noqa: E402
 from validation.checks import (  # noqa: E402
+    ALL_MACHINES,
     CHECKS,
+    FAMILY_MACHINES,
+    FAMILY_PROBLEMS,
     build_matrix,
     build_problem,
     evaluate,
@@ -47,7 +50,7 @@ def test_quick_matrix_passes_and_writes_json(tmp_path):
     rows = payload["rows"]
     assert 8 <= len(rows) == payload["summary"]["n_rows"]
     assert all(r["passed"] for r in rows), [r["name"] for r in rows if not r["passed"]]
-    assert {r["machine"] for r in rows} == {"ww", "cs", "llw", "msvm2"}
+    assert {r["machine"] for r in rows} == set(ALL_MACHINES)
     assert {r["bias"] for r in rows} == {False, True}
     for r in rows:
         assert set(r["checks"]) == set(CHECKS)
@@ -132,7 +135,13 @@ def test_filter_and_matrix_size():
     assert {"iris", "wine", "glass", "vowel"} <= {c.problem for c in cases}
     for problem in generated:
         combos = {(c.machine, c.bias, c.kernel) for c in cases if c.problem == problem}
-        assert len(combos) == 4 * 2 * 2
+        # The rest of the family runs on a subset of the problems (time budget).
+        n_machines = len(ALL_MACHINES) if problem in FAMILY_PROBLEMS else 4
+        assert len(combos) == n_machines * 2 * 2
+    assert {c.machine for c in cases if c.problem in FAMILY_PROBLEMS} == set(ALL_MACHINES)
+    # An explicit problem list runs every machine.
+    explicit = build_matrix(problems=["wine"], machines=FAMILY_MACHINES)
+    assert {c.machine for c in explicit} == set(FAMILY_MACHINES)
     only = build_matrix(name_filter="iris/C=0.1/llw/bias/rbf/osqp")
     assert len(only) == 1 and only[0].solvers == ("osqp",)
 
