@@ -231,6 +231,11 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     param_grid : dict or list of dicts
         Parameter names of ``estimator`` (typically ``C`` and ``gamma``) to
         lists of values, as in :class:`sklearn.model_selection.GridSearchCV`.
+    criterion : {'bound', 'candidates'}, default='bound'
+        What is minimised: the radius–margin bound, or the number of points
+        that satisfy the key lemma's necessary condition for a LOO error
+        (``RadiusMarginBound.n_candidates``, also an upper bound on the LOO
+        error count, and a sharper one; ties broken by the bound).
     ball_tol : float, default=1e-8
         Relative duality gap of the enclosing balls (with a bias).
     verbose : int, default=0
@@ -243,21 +248,24 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``param_<name>``, ``bound`` (bound on the LOO error count),
         ``bound_rate`` (bound / m), ``radius2``, ``sum_alpha`` (1ᵀα),
         ``n_candidates``, ``n_support``, ``fit_time``, ``bound_time``,
-        ``time`` (their sum), ``status`` and ``rank_bound``.
+        ``time`` (their sum), ``status`` and ``rank_bound`` (rank by the
+        criterion, 1 = selected).
     best_index_ : int
     best_params_ : dict
     best_score_ : float
-        The smallest bound (LOO error count).
+        The smallest value of the criterion (an upper bound on the LOO error
+        count).
     best_estimator_ : MultiClassSVC
         Fitted with ``best_params_`` (the search's own solution, not a refit).
     classes_ : ndarray
     n_features_in_ : int
     """
 
-    def __init__(self, estimator=None, param_grid=None, *, ball_tol: float = 1e-8,
-                 verbose: int = 0):
+    def __init__(self, estimator=None, param_grid=None, *, criterion: str = "bound",
+                 ball_tol: float = 1e-8, verbose: int = 0):
         self.estimator = estimator
         self.param_grid = param_grid
+        self.criterion = criterion
         self.ball_tol = ball_tol
         self.verbose = verbose
 
@@ -282,6 +290,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if {**valid, **params}["model"] != "msvm2":
                 raise ValueError("The radius-margin bound holds for model='msvm2' only; got "
                                  f"model={({**valid, **params})['model']!r}.")
+        if self.criterion not in ("bound", "candidates"):
+            raise ValueError(f"criterion must be 'bound' or 'candidates', got {self.criterion!r}.")
         if not isinstance(self.ball_tol, Real) or not self.ball_tol >= 0:
             raise ValueError(f"ball_tol must be a number >= 0, got {self.ball_tol!r}.")
         return estimator, grid
@@ -335,10 +345,15 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     print(f"[RadiusMarginSearch] {grid[index]}: bound {bound.bound:.4g} "
                           f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}, 1'a "
                           f"{bound.sum_alpha:.4g}, {fit_time + bound_time:.2f} s", flush=True)
-                if best is None or bound.bound < records[best[0]]["bound"]:
+                if best is None or self._key(records[index]) < self._key(records[best[0]]):
                     best = (index, est, X_, classes, problem, solution, gamma_)
         self._store(grid, records, best)
         return self
+
+    def _key(self, record):
+        if self.criterion == "candidates":
+            return (record["n_candidates"], record["bound"])
+        return (record["bound"],)
 
     def _store(self, grid, records, best):
         results = {"params": grid}
@@ -350,7 +365,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             results[f"param_{name}"] = column
         for key in records[0]:
             results[key] = np.array([r[key] for r in records])
-        order = np.argsort(results["bound"], kind="stable")
+        order = sorted(range(len(grid)), key=lambda i: self._key(records[i]))
         rank = np.empty(len(grid), dtype=np.int32)
         rank[order] = np.arange(1, len(grid) + 1)
         results["rank_bound"] = rank
@@ -359,7 +374,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         est._set_fitted(X, classes, problem, solution, gamma_)
         self.best_index_ = int(index)
         self.best_params_ = dict(grid[index])
-        self.best_score_ = float(records[index]["bound"])
+        self.best_score_ = float(records[index]["bound" if self.criterion == "bound"
+                                                 else "n_candidates"])
         self.best_estimator_ = est
         self.classes_ = est.classes_
         self.n_features_in_ = est.n_features_in_

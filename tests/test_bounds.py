@@ -204,6 +204,11 @@ def test_search_picks_the_grid_minimum(bias):
     fresh = MultiClassSVC(**{**base.get_params(), **search.best_params_}).fit(X, y)
     np.testing.assert_array_equal(search.predict(X), fresh.predict(X))
     assert search.score(X, y) == fresh.score(X, y)
+    by_candidates = RadiusMarginSearch(base, grid, criterion="candidates").fit(X, y)
+    res = by_candidates.cv_results_
+    keys = list(zip(res["n_candidates"], res["bound"], strict=True))
+    assert by_candidates.best_index_ == min(range(len(keys)), key=keys.__getitem__)
+    assert by_candidates.best_score_ == min(res["n_candidates"])
 
 
 def test_bad_input():
@@ -237,5 +242,7 @@ def test_bad_input():
         RadiusMarginSearch(MultiClassSVC(model="ww"), {"C": [1.0]}).fit(X, y)
     with pytest.raises(TypeError, match="MultiClassSVC"):
         RadiusMarginSearch(SVC(), {"C": [1.0]}).fit(X, y)
+    with pytest.raises(ValueError, match="criterion"):
+        RadiusMarginSearch(param_grid={"C": [1.0]}, criterion="cv").fit(X, y)
     with pytest.raises(ValueError, match="ball_tol"):
         RadiusMarginSearch(param_grid={"C": [1.0]}, ball_tol=-1).fit(X, y)
