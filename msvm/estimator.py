@@ -105,9 +105,22 @@ default='rbf'
         Kernel cache budget in MB (> 0) for solvers that cache Gram rows
         (``'s2do'``).  The reference solvers form the full Gram matrix and
         ignore it.
+    cache_dtype : {'float64', 'float32'}, default='float64'
+        Storage of the cached Gram rows (``'s2do'``): ``'float32'`` holds
+        twice as many rows per MB and solves the dual of the float32-rounded
+        Gram matrix.
     max_iter : int, default=-1
         Iteration cap of the solver (its own notion of iteration); -1 for no
         limit.
+    n_jobs : int or None, default=None
+        Threads of solvers that use them (``'s2do'``: Gram rows and the
+        per-iteration passes); None means 1, -1 all cores.  The solution
+        does not depend on it.
+    warm_start : bool, default=False
+        Start the next :meth:`fit` from the previous fit's dual solution when
+        the training set size and machine match (e.g. along a path over C;
+        the solver projects it onto the new constraints).  Solvers without
+        warm starts ignore it.
     verbose : bool or int, default=False
         Print one progress line per stage of :meth:`fit`; ``verbose >= 2``
         also shows the solver's own log.
@@ -183,7 +196,10 @@ default='rbf'
         solver: str = "auto",
         tol: float = 1e-3,
         cache_size: float = 200,
+        cache_dtype: str = "float64",
         max_iter: int = -1,
+        n_jobs=None,
+        warm_start: bool = False,
         verbose=False,
         random_state=None,
     ):
@@ -197,7 +213,10 @@ default='rbf'
         self.solver = solver
         self.tol = tol
         self.cache_size = cache_size
+        self.cache_dtype = cache_dtype
         self.max_iter = max_iter
+        self.n_jobs = n_jobs
+        self.warm_start = warm_start
         self.verbose = verbose
         self.random_state = random_state
 
@@ -252,8 +271,19 @@ default='rbf'
             raise ValueError(
                 f"max_iter must be a positive integer or -1 (no limit), got {self.max_iter!r}."
             )
+        if not isinstance(self.cache_dtype, str) or self.cache_dtype not in ("float64", "float32"):
+            raise ValueError(
+                f"cache_dtype must be 'float64' or 'float32', got cache_dtype={self.cache_dtype!r}."
+            )
+        if self.n_jobs is not None and (not isinstance(self.n_jobs, Integral)
+                                        or isinstance(self.n_jobs, bool) or self.n_jobs == 0):
+            raise ValueError(
+                f"n_jobs must be a non-zero integer or None, got n_jobs={self.n_jobs!r}."
+            )
+        if not isinstance(self.warm_start, (bool, np.bool_)):
+            raise ValueError(f"warm_start must be True or False, got {self.warm_start!r}.")
 
-    def _solver_options(self, name: str, module) -> dict:
+    def _solver_options(self, name: str, module, problem=None) -> dict:
         """Keyword arguments for ``module.solve``.
 
         The reference solvers solve to their backend's precision, so ``tol``
@@ -270,6 +300,14 @@ default='rbf'
         accepted = inspect.signature(module.solve).parameters
         if "cache_size" in accepted:
             options["cache_size"] = float(self.cache_size)
+        if "cache_dtype" in accepted:
+            options["cache_dtype"] = self.cache_dtype
+        if "n_jobs" in accepted:
+            options["n_jobs"] = self.n_jobs
+        previous = getattr(self, "_warm_alpha", None)
+        if (self.warm_start and previous is not None and problem is not None
+                and previous.shape == (problem.n_samples, problem.n_slots)):
+            options["warm_start"] = previous
         if "random_state" in accepted:
             options["random_state"] = self.random_state
         return options
@@ -295,7 +333,11 @@ default='rbf'
         start = time.perf_counter()
         X, classes, problem, solver_name, gamma_ = self._build_problem(X, y)
         module = get_solver(solver_name)
-        solution = module.solve(problem, **self._solver_options(solver_name, module))
+        with warnings.catch_warnings():
+            # Non-convergence is reported below, with the diagnostics.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            solution = module.solve(problem, **self._solver_options(solver_name, module, problem))
+        self._warm_alpha = solution.alpha if self.warm_start else None
         self._log(
             f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
             f"{solution.time:.3f} s"

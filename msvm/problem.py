@@ -193,7 +193,8 @@ class DualSolution:
     b : ndarray of shape (Q,)
         Bias (zeros without intercept), in the gauge Σ_c b_c-free part: b ∈ span(U).
     status : str
-        ``"optimal"``, ``"max_iter"``, ``"inaccurate"`` or ``"failed"``.
+        ``"optimal"``, ``"optimal_inaccurate"`` (a reference solver whose KKT
+        residual is in (1e-9, 1e-6]), ``"max_iter"``, ``"inaccurate"`` or ``"failed"``.
     n_iter : int
         Iterations of the solver (its own notion of iteration).
     time : float

@@ -58,7 +58,7 @@ def test_fit_with_test_file(libsvm_files, capsys):
 def test_fit_json_output(libsvm_files, tmp_path, capsys):
     out_path = tmp_path / "result.json"
     code = main(["fit", libsvm_files["train"], "--test", libsvm_files["test"], "--model", "llw",
-                 "--bias", "--kernel", "linear", "--json", str(out_path)])
+                 "--bias", "--kernel", "linear", "--tol", "1e-9", "--json", str(out_path)])
     printed = capsys.readouterr().out
     assert code == 0
     result = json.loads(out_path.read_text())

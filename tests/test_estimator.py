@@ -244,7 +244,7 @@ def test_refit_and_tags(small3):
     assert not np.allclose(first, clf.decision_function(X))
 
 
-@pytest.mark.parametrize("fit_intercept, expected", [(False, "s2do"), (True, "cvxpy")])
+@pytest.mark.parametrize("fit_intercept, expected", [(False, "s2do"), (True, "frank_wolfe")])
 def test_auto_solver_rule(small3, fit_intercept, expected):
     clf = MultiClassSVC(fit_intercept=fit_intercept).fit(*small3)
     assert clf.solution_["solver"].startswith(expected)

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from validation.bounds import build_bound_matrix, run_bounds
 from validation.checks import CHECKS, build_matrix, run_case
 from validation.problems import QUICK_PROBLEMS
 from validation.registry import SOLVERS
@@ -51,6 +52,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--solvers", default=None, metavar="A,B",
                         help="comma-separated registered solvers to run (default: all)")
     parser.add_argument("--list", action="store_true", help="list the row names and exit")
+    parser.add_argument("--bounds", choices=("run", "skip", "only"), default="run",
+                        help="the radius-margin rows (validation/bounds.py): run them after "
+                             "the solver matrix (default), skip them, or run only them")
     return parser.parse_args(argv)
 
 
@@ -76,8 +80,9 @@ def thresholds_table(solvers) -> list[str]:
         lines.append(
             f"  {name:<6} (vs {entry.reference}; {entry.tol_arg}="
             f"{'default' if entry.tol is None else entry.tol}): "
-            f"status optimal; dual rel. diff <= {t.dual_rel_diff:g}; KKT residual <= "
-            f"{t.kkt_residual:g}; -{t.weak_duality:g} <= rel. gap <= {t.relative_gap:g}; "
+            f"status {' or '.join(t.statuses)}; dual rel. diff <= {t.dual_rel_diff:g}; "
+            f"KKT residual <= {t.kkt_residual:g}; "
+            f"-{t.weak_duality:g} <= rel. gap <= {t.relative_gap:g}; "
             f"equality <= {t.equality:g} (x C); predictions agree >= "
             f"{t.prediction_agreement:.1%}; b diff <= {t.b_diff:g} where b unique "
             f"(b_method 'kkt' for both)")
@@ -138,16 +143,22 @@ def run(argv=None, out=sys.stdout) -> int:
             print(f"Unknown solver(s) {unknown}; registered: {list(SOLVERS)}", file=sys.stderr)
             return 2
     matrix = dict(QUICK) if args.quick else {}
-    cases = build_matrix(solvers=solvers, name_filter=args.filter, **matrix)
+    cases = [] if args.bounds == "only" else build_matrix(solvers=solvers,
+                                                          name_filter=args.filter, **matrix)
+    bound_cases = [] if args.bounds == "skip" else build_bound_matrix(args.filter, args.quick)
     used = solvers or list(SOLVERS)
     if args.list:
         for case in cases:
             for s in case.solvers:
                 print(case.row_name(s), file=out)
+        for case in bound_cases:
+            print(case.name, file=out)
         return 0
-    if not cases:
+    if not cases and not bound_cases:
         print("No rows match.", file=sys.stderr)
         return 2
+    if not cases:
+        return _write_bounds_only(args, argv, out)
 
     print("\n".join(thresholds_table(used)), file=out)
     n_rows = sum(len(c.solvers) for c in cases)
@@ -199,16 +210,33 @@ def run(argv=None, out=sys.stdout) -> int:
                 print(f"  {r['name']}: {', '.join(r['failed'])} (status {r.get('status')}, "
                       f"reference {r.get('reference_status')})", file=out)
 
+    bound_rows, bound_summary = ([], None) if not bound_cases else run_bounds(
+        args.filter, args.quick, args.jobs, out)
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "thresholds": {name: SOLVERS[name].describe() for name in used},
         "summary": summary,
         "rows": rows,
+        "bounds": {"summary": bound_summary, "rows": bound_rows},
         "meta": {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
                  "quick": args.quick, "filter": args.filter, "python": platform.python_version(),
                  "platform": platform.platform()},
     }
+    path.write_text(json.dumps(payload, indent=1, allow_nan=False))
+    print(f"Wrote {path}", file=out)
+    return 1 if summary["n_fail"] or (bound_summary and bound_summary["n_fail"]) else 0
+
+
+def _write_bounds_only(args, argv, out) -> int:
+    """``--bounds only`` (or a filter that keeps only bound rows): run them, write the JSON."""
+    rows, summary = run_bounds(args.filter, args.quick, args.jobs, out)
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"bounds": {"summary": summary, "rows": rows},
+               "meta": {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
+                        "quick": args.quick, "filter": args.filter,
+                        "python": platform.python_version(), "platform": platform.platform()}}
     path.write_text(json.dumps(payload, indent=1, allow_nan=False))
     print(f"Wrote {path}", file=out)
     return 1 if summary["n_fail"] else 0

@@ -239,7 +239,7 @@ def evaluate(problem: DualProblem, solution: DualSolution, reference: DualSoluti
                    / max(1.0, float(np.max(np.abs(diag.b), initial=0.0))))
 
     checks = {
-        "status": solution.status == "optimal",
+        "status": solution.status in t.statuses,
         "dual_objective": bool(dual_rel <= t.dual_rel_diff),
         "kkt_residual": bool(diag.kkt_residual <= t.kkt_residual),
         "duality_gap": bool(-t.weak_duality <= diag.relative_gap <= t.relative_gap),
@@ -287,7 +287,7 @@ def _solve(entry: SolverEntry, problem: DualProblem) -> DualSolution:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            solution = get_solver(entry.name).solve(problem, **entry.solve_kwargs())
+            solution = get_solver(entry.solver_name).solve(problem, **entry.solve_kwargs())
         if caught:
             solution.info = dict(solution.info)
             solution.info["warnings"] = "; ".join(sorted({str(w.message) for w in caught}))

@@ -360,6 +360,7 @@ cdef class S2DOState:
     # Parallel fast path: threads, working-set flags, per-chunk results and the
     # read-only inputs of one pass / one selection (set before the parallel loop).
     cdef public int n_threads
+    cdef public bint tune_threads
     cdef int cur_threads
     cdef int tune_phase
     cdef long long tune_count
@@ -429,6 +430,7 @@ cdef class S2DOState:
         if n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
         self.n_threads = n_threads
+        self.tune_threads = True
         self.cur_threads = n_threads
         self.tune_phase = 0
         self.tune_count = 0
@@ -1320,7 +1322,10 @@ cdef class S2DOState:
                 self._step()
                 steps += 1
                 if self.n_threads > 1:
-                    self._tune()
+                    if self.tune_threads:
+                        self._tune()
+                    else:
+                        self.n_parallel_iter += 1
                 self.since_shrink += 1
                 if self.shrinking and self.since_shrink >= self.shrink_interval:
                     self._shrink()

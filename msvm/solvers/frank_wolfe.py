@@ -125,8 +125,11 @@ class _Block:
         self.nu = np.ascontiguousarray(solver.nu[B])
         self.K = np.ascontiguousarray(K_BB)
         self.group = np.ascontiguousarray(solver.group[B])
+        self.targets = solver.targets[B]
         self.active = np.ascontiguousarray(solver.active[B])
         self.cap = solver.cap
+        self.squared = solver.squared
+        self.nuU = solver.nuU[B] if solver.bias else None
         self.shift = solver.shift
         self.bias = solver.bias
         n, Q = len(B), solver.Q
@@ -138,7 +141,7 @@ class _Block:
         self.lam = solver.lam
         self.n_lp = 0
         if self.bias:
-            self._build_lp(solver.nuU[B])
+            self._build_lp(self.nuU)
 
     def _build_lp(self, nuU: np.ndarray):
         import scipy.sparse as sp
@@ -178,6 +181,15 @@ class _Block:
         s[:] = 0.0
         s[act] = x
         return float(np.dot(c, self.alpha.ravel()[act] - x))
+
+    def box_binds(self) -> bool:
+        """Whether a variable sits at the M-SVM² box bound and the gradient pushes it up."""
+        G = self.g if not self.bias else self.g - self.nuU @ self.lam
+        return bool(np.any((self.alpha >= (1.0 - 1e-9) * self.cap) & (G < 0) & (self.active > 0)))
+
+    def objective(self) -> float:
+        """J(α) when B is every example: ½ αᵀ(g − γ)."""
+        return 0.5 * float(np.sum(self.alpha * (self.g - self.targets)))
 
     def step(self, d: np.ndarray, theta_max: float) -> float:
         theta = line_search_step(self.alpha, self.g, d, self.K, self.nu, self.shift,
@@ -246,8 +258,13 @@ class _Atoms:
 
 
 def _inner(block: _Block, variant: str, lazy: bool, target: float, max_steps: int,
-           record=None) -> tuple[int, float]:
-    """Frank–Wolfe iterations on one working set; returns (steps, last gap)."""
+           record=None, rel_tol: float | None = None) -> tuple[int, float]:
+    """Frank–Wolfe iterations on one working set; returns (steps, last gap).
+
+    Stops when the working set's gap is at most ``target``, or, with
+    ``rel_tol`` (the working set is the whole problem), at most
+    ``rel_tol`` · |J(α)| for the current α.
+    """
     atoms = None if variant == "classic" else _Atoms(block.alpha)
     shape = block.alpha.shape
     gap = np.inf
@@ -255,15 +272,20 @@ def _inner(block: _Block, variant: str, lazy: bool, target: float, max_steps: in
     while steps < max_steps:
         if atoms is not None and lazy and np.isfinite(gap) and atoms.n > 1:
             # Local pairwise steps among the atoms: no linear problem to solve.
+            # Capped: pairwise steps among many atoms converge slowly, and a new
+            # vertex is then worth more than further local steps.
+            local_cap = min(max_steps - steps, 2 * atoms.n + 20)
             steps += local_pairwise(atoms.V, atoms.w, block.alpha, block.g, block.K, block.nu,
-                                    block.shift, 0.5 * gap, max_steps - steps, block.dbeta,
+                                    block.shift, 0.5 * gap, local_cap, block.dbeta,
                                     block.u, block.stats)
             atoms.drop_zeros()
         gap = block.vertex()
         if record is not None:
             record(block, gap)
-        if gap <= target:
-            break
+        if rel_tol is not None:
+            target = rel_tol * abs(block.objective())
+        if gap <= target or (block.squared and block.box_binds()):
+            break  # (a binding M-SVM² box is widened by the driver)
         s = block.s
         if variant == "classic":
             theta = block.step(s - block.alpha, 1.0)
@@ -344,6 +366,24 @@ class _Solver:
                          s, gaps)
         return gaps
 
+    def kkt_lam(self):
+        """λ from the KKT conditions of the free variables (least squares), or None.
+
+        A free variable (0 < α < cap, its slack group below capacity) has
+        G_ip = g_ip − (Aᵀλ)_ip = 0 at the optimum (seed 000 (5)).
+        """
+        a = self.alpha
+        tol = 1e-8 * self.cap
+        positive = (a > tol) & (self.active > 0)
+        n_slots = self.group.shape[1]
+        sums = np.zeros((len(a), n_slots))
+        np.add.at(sums, (np.nonzero(positive)[0], self.group[positive]), a[positive])
+        free = positive & (np.take_along_axis(sums, self.group, axis=1) < self.cap - tol)
+        rows = self.nuU[free]
+        if rows.shape[0] < rows.shape[1] or np.linalg.matrix_rank(rows, tol=1e-8) < rows.shape[1]:
+            return None
+        return np.linalg.lstsq(rows, self.g[free], rcond=None)[0]
+
     def rows(self, B: np.ndarray) -> np.ndarray:
         return self.cache.rows(B)
 
@@ -351,6 +391,8 @@ class _Solver:
         """Write B's new α back and update F and g for every point."""
         delta = block.alpha - self.alpha[block.B]
         moved = np.any(delta != 0, axis=1)
+        if not np.any(moved):
+            return False
         if np.any(moved):
             dbeta = np.einsum("ip,ipc->ic", delta[moved], self.nu[block.B[moved]])
             self.F += rows[moved].T @ dbeta
@@ -358,14 +400,13 @@ class _Solver:
                 self.F[block.B[moved]] += self.shift * dbeta
         self.alpha[block.B] = block.alpha
         self.g = self.problem.gradient(self.alpha, self.F)
+        return True
 
-    def at_cap(self) -> bool:
-        return bool(np.any(self.alpha >= (1.0 - 1e-9) * self.cap))
+    box_binds = _Block.box_binds
 
 
-def _final_lp(solver: _Solver):
-    """The linear problem over every variable: exact Frank–Wolfe gap and its duals λ."""
-    problem = solver.problem
+def _full_lp(solver: _Solver):
+    """The linear problem over every variable: the exact Frank–Wolfe gap and the LP's λ."""
     full = _Block.__new__(_Block)
     full.alpha, full.g, full.group, full.active = (solver.alpha, solver.g, solver.group,
                                                    solver.active)
@@ -374,8 +415,7 @@ def _final_lp(solver: _Solver):
     c = solver.g.ravel()[full.act]
     res = _linprog(c, full.A_ub, full.b_ub, full.A_eq, np.zeros(full.A_eq.shape[0]), full.bounds)
     gap = float(np.dot(c, solver.alpha.ravel()[full.act]) - res.fun)
-    lam = np.asarray(res.eqlin.marginals, dtype=float)
-    return gap, -(problem.equality_basis @ lam)
+    return gap, np.asarray(res.eqlin.marginals, dtype=float)
 
 
 def _repair_equality(problem: DualProblem, alpha: np.ndarray, cap: float):
@@ -484,23 +524,41 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
         def record_inner(block, gap):
             # With one working set of everything the inner gap is the global gap.
-            trace(0.5 * float(np.sum(block.alpha * (block.g - solver.targets))), gap)
+            trace(block.objective(), gap)
 
+        stalls = 0
+        rng = np.random.default_rng(0)
         while True:
             J = solver.objective()
-            gaps = solver.shares(solver.lam)
-            bound = float(gaps.sum())
+            # The bound holds for every λ: take the best of the candidates at hand.
+            candidates = [solver.lam]
+            if solver.bias and n_B < m:
+                candidates.append(solver.kkt_lam())
+                if stalls:  # the estimates led nowhere: the LP's optimal λ
+                    candidates.append(_full_lp(solver)[1])
+            candidates = [lam for lam in candidates if lam is not None] or [None]
+            scored = [(float(gaps.sum()), lam, gaps) for lam in candidates
+                      for gaps in [solver.shares(lam)]]
+            bound, solver.lam, gaps = min(scored, key=lambda t: t[0])
             if n_B < m:
                 trace(J, bound)
+            if solver.squared and solver.box_binds():
+                # The box optimum is not the true one: widen the box at once.
+                solver.cap *= 2.0
+                continue
             if bound <= tol * abs(J):
-                if solver.squared and solver.at_cap():
-                    solver.cap *= 2.0
-                    continue
                 status = "optimal"
                 break
             if n_steps >= budget:
                 break
-            if n_B < m:
+            if n_B < m and stalls > 1:
+                # Still no progress with the LP's λ: half of B at random breaks the cycle.
+                top = np.argpartition(-gaps, n_B // 2 - 1)[: n_B // 2]
+                rest = rng.choice(np.setdiff1d(np.arange(m), top), n_B - len(top), replace=False)
+                B = np.sort(np.concatenate([top, rest]))
+                rows = solver.rows(B)
+                K_BB = rows[:, B]
+            elif n_B < m:
                 B = np.sort(np.argpartition(-gaps, n_B - 1)[:n_B])
                 rows = solver.rows(B)
                 K_BB = rows[:, B]
@@ -509,14 +567,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                 K_BB = rows
             block = _Block(solver, B, K_BB)
             target = max(inner_ratio * float(gaps[B].sum()), 0.25 * tol * abs(J))
-            if n_B == m:
-                target = tol * abs(J)
             steps, _ = _inner(block, fw_variant, lazy, target, budget - n_steps,
-                              record_inner if (record and n_B == m) else None)
+                              record_inner if (record and n_B == m) else None,
+                              rel_tol=tol if n_B == m else None)
             n_steps += steps
             n_splits += 1
             n_lp += block.n_lp
-            solver.apply(block, rows)
+            moved = solver.apply(block, rows)
+            stalls = 0 if moved else stalls + 1
             if block.bias:
                 solver.lam = block.lam
             if verbose:
@@ -528,7 +586,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             _repair_equality(problem, solver.alpha, solver.cap)
             solver.g = problem.gradient(solver.alpha, solver.F)
             if final_lp:
-                fw_gap, b_lp = _final_lp(solver)
+                fw_gap, lam = _full_lp(solver)
+                b_lp = -(problem.equality_basis @ lam)
     if not solver.bias:
         fw_gap = float(solver.shares().sum())
     grad = solver.g

@@ -138,8 +138,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     else:
         residual, x, lam, polished, res = best
         status_text = str(res.info.status)
-    status = "optimal" if residual <= 1e-9 else ("inaccurate" if np.isfinite(residual)
-                                                 else "failed")
+    if residual <= 1e-9:
+        status = "optimal"
+    elif residual <= 1e-6:
+        status = "optimal_inaccurate"  # cvxpy's word for a stalled but usable answer
+    else:
+        status = "inaccurate" if np.isfinite(residual) else "failed"
     # OSQP's KKT: Px + q + Aᵀy = 0, so the free variables give b = U y_eq.
     b = problem.equality_basis @ lam if n_eq and lam is not None else np.zeros(problem.n_classes)
     return DualSolution(

@@ -18,6 +18,7 @@ solver's own value at the stopping point.
 from __future__ import annotations
 
 import time
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -162,7 +163,8 @@ def _blas_threads(n):
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
           blas_threads: int | None = 1, n_jobs: int | None = None,
-          cache_dtype: str = "float64") -> DualSolution:
+          cache_dtype: str = "float64", trace: float | None = None,
+          tune_threads: bool = True) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -172,13 +174,16 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tol : float, optional
         Largest KKT violation at the solution, in gradient units (default 1e-3).
     max_iter : int, optional
-        Iteration cap (default: none); reaching it gives status ``"max_iter"``.
+        Iteration cap (default: none); reaching it gives status ``"max_iter"``
+        and a :class:`~sklearn.exceptions.ConvergenceWarning`.
     warm_start : DualSolution or ndarray of shape (m, P), optional
-        Starting point (projected onto the feasible set if needed, e.g. after
-        a change of C).
+        Starting point, e.g. the solution for a neighbouring C on a path over
+        C: negative entries are clipped to 0, slack groups over the new C are
+        scaled back to C, and the scores F are rebuilt from it (one Gram row
+        per example with a non-zero coefficient).
     verbose : bool
-        Print iteration, violation, dual objective and cache hit rate at most
-        once per second.
+        Print iteration, violation, dual objective, working-set size and
+        cache hit rate at most once per second.
     cache_size : float
         Gram-row cache budget in MB.
     shrinking : bool
@@ -199,10 +204,18 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         examples (joblib's convention: None means 1, −1 all cores).  The
         result does not depend on it; the loop falls back to one thread for
         as long as more threads are measured to be slower (busy cores).
+    tune_threads : bool
+        With ``n_jobs`` > 1, time one thread against all every few thousand
+        iterations and use the faster (default); False always uses all.
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
         Gram matrix (entries within 6e-8 relative of the exact ones).
+    trace : float, optional
+        Record ``(seconds, dual objective, max violation, iterations)`` about
+        every ``trace`` seconds (and at the start and the end) in
+        ``info["trace"]``, for convergence plots.  Each point costs one
+        O(m·P) objective evaluation.
 
     Returns
     -------
@@ -228,12 +241,29 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
             fast=_fast_tables(problem, tables) if fast else None, n_threads=n_threads, **tables,
         )
+    if trace is not None and not trace > 0:
+        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
+    points = []
+
+    def record():
+        points.append((time.perf_counter() - start, -state.objective(), state.max_violation,
+                       int(state.n_iter)))
+
+    slice_ = min(1.0 if verbose else np.inf, np.inf if trace is None else float(trace))
+    last_print = -np.inf
+    state.tune_threads = bool(tune_threads)
     n_start = state.n_iter
+    if trace is not None:
+        record()
     while True:
         remaining = budget - (state.n_iter - n_start)
         with _blas_threads(blas_threads):
-            code = state.run(max(remaining, 0), 1.0 if verbose else np.inf)
-        if verbose:
+            code = state.run(max(remaining, 0), slice_)
+        if trace is not None:
+            record()
+        now = time.perf_counter()
+        if verbose and (now - last_print >= 1.0 or code != 2):
+            last_print = now
             hits = cache.n_hits / max(cache.n_hits + cache.n_misses, 1)
             print(
                 f"s2do: iter {state.n_iter:>9d}  violation {state.max_violation:.3e}  "
@@ -243,6 +273,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             )
         if code != 2:
             break
+    if code == 1:
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(
+            f"s2do stopped at max_iter={max_iter} iterations with a KKT violation of "
+            f"{state.max_violation:.3e} > tol={tol:g}; increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return DualSolution(
         alpha=alpha,
         b=np.zeros(problem.n_classes),
@@ -259,5 +298,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_parallel_iter": int(state.n_parallel_iter),
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
+            "cache_rows": int(cache.capacity),
+            **({"trace": points} if trace is not None else {}),
         },
     )

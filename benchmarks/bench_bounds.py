@@ -1,0 +1,224 @@
+"""Model selection of the M-SVM² by the radius–margin bound against 5-fold CV.
+
+For each data set, on one grid of (C, γ) (γ relative to scikit-learn's
+'scale' value γ₀ = 1/(d·Var X)), both selections run in the same process,
+one after the other, with the same estimator settings and one job each, so
+that their time ratio is fair on a shared machine:
+
+* ``bound``: :class:`msvm.RadiusMarginSearch` (one fit per grid point on all
+  the training data, warm-started along C, scored by the bound);
+* ``cv5``: :class:`sklearn.model_selection.GridSearchCV` with 5 stratified
+  folds and refit of the best point.
+
+Then, outside the timed part, every grid point is trained on the training
+set and its test error measured (the test-error map), and, where the data
+set has at most ``--loo-max`` points, its exact LOO error
+(:func:`msvm.loo_error`).  Written to ``benchmarks/results/``:
+``bounds.jsonl`` (one JSON line per data set with every grid value),
+``bounds_selection.csv`` (selected parameters, test errors, selection
+times, ratio) and ``bounds_<dataset>.png`` (heat maps of the bound rate,
+exact LOO error, 5-fold CV error and test error over the grid, the
+selected points marked).  The table also gives the test error of the point
+with the fewest key-lemma candidates (``RadiusMarginSearch(criterion=
+'candidates')``), read off the same fits.
+
+Data: dna (2000/1186), satimage (stratified subset of the 4435 training
+points / 2000 test), vowel (528/462), segment (no test split: stratified
+2/3 train, 1/3 test, seed 0).  ``--n-train`` subsamples every training set
+(stratified, seed 0) to keep the run within a shared machine's budget.
+
+Examples::
+
+    python benchmarks/bench_bounds.py                       # all four, default sizes
+    python benchmarks/bench_bounds.py vowel --loo-max 600   # with the exact LOO map
+    python benchmarks/bench_bounds.py --n-train 2000        # the issue's full sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATASETS = ("dna", "satimage", "vowel", "segment")
+C_GRID = (0.1, 1.0, 10.0)
+GAMMA_FACTORS = (0.25, 1.0, 4.0)
+
+
+def _subsample(y, n, seed=0):
+    from sklearn.model_selection import train_test_split
+
+    if n is None or n >= len(y):
+        return np.arange(len(y))
+    idx, _ = train_test_split(np.arange(len(y)), train_size=n, stratify=y, random_state=seed)
+    return np.sort(idx)
+
+
+def load(name: str, n_train: int | None):
+    """(X_train, y_train, X_test, y_test) dense, with the stratified subsample."""
+    from sklearn.model_selection import train_test_split
+
+    from msvm.datasets import shared_dataset
+
+    X, y, Xt, yt = shared_dataset(name)
+    X = X.toarray()
+    if Xt is None:
+        X, Xt, y, yt = train_test_split(X, y, test_size=1 / 3, stratify=y, random_state=0)
+    else:
+        Xt = Xt.toarray()
+    idx = _subsample(y, n_train)
+    return X[idx], y[idx], Xt, yt
+
+
+def run_dataset(name: str, args) -> dict:
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    from msvm import MultiClassSVC, RadiusMarginSearch, loo_error
+
+    X, y, Xt, yt = load(name, args.n_train)
+    gamma0 = 1.0 / (X.shape[1] * X.var())
+    grid = {"C": list(C_GRID), "gamma": [float(f * gamma0) for f in GAMMA_FACTORS]}
+    base = MultiClassSVC(model="msvm2", solver="s2do", tol=args.tol, cache_size=500)
+    print(f"{name}: train {X.shape}, test {Xt.shape}, Q={len(np.unique(y))}, "
+          f"gamma0={gamma0:.4g}", flush=True)
+
+    tic = time.perf_counter()
+    search = RadiusMarginSearch(base, grid).fit(X, y)
+    bound_time = time.perf_counter() - tic
+    bound_test = 1.0 - search.score(Xt, yt)
+    print(f"  bound: {search.best_params_} test error {bound_test:.4f} in {bound_time:.1f} s",
+          flush=True)
+
+    tic = time.perf_counter()
+    cv = GridSearchCV(base, grid, cv=StratifiedKFold(5, shuffle=True, random_state=0),
+                      n_jobs=1, refit=True).fit(X, y)
+    cv_time = time.perf_counter() - tic
+    cv_test = 1.0 - cv.score(Xt, yt)
+    print(f"  cv5:   {cv.best_params_} test error {cv_test:.4f} in {cv_time:.1f} s "
+          f"(ratio {bound_time / cv_time:.3f})", flush=True)
+
+    # Maps outside the timed part: test error (and exact LOO where affordable) per point.
+    params = search.cv_results_["params"]
+    test_err, loo_err = [], []
+    for p in params:
+        est = MultiClassSVC(**{**base.get_params(), **p}).fit(X, y)
+        test_err.append(1.0 - est.score(Xt, yt))
+        if len(y) <= args.loo_max:
+            loo_err.append(loo_error(est, X, y, n_jobs=args.loo_jobs).error_rate)
+    cv_err = {json.dumps(p, sort_keys=True): 1.0 - s
+              for p, s in zip(cv.cv_results_["params"], cv.cv_results_["mean_test_score"],
+                              strict=True)}
+    res = search.cv_results_
+    # The search's other criterion (RadiusMarginSearch(criterion='candidates')) on the same
+    # fits: fewest points meeting the key lemma's condition, ties broken by the bound.
+    cand = min(range(len(params)), key=lambda i: (res["n_candidates"][i], res["bound"][i]))
+    return {
+        "dataset": name, "n_train": len(y), "n_test": len(yt), "n_classes": len(np.unique(y)),
+        "gamma0": gamma0, "tol": args.tol, "grid": grid,
+        "params": params,
+        "bound": res["bound"].tolist(), "bound_rate": res["bound_rate"].tolist(),
+        "radius2": res["radius2"].tolist(), "sum_alpha": res["sum_alpha"].tolist(),
+        "n_candidates": res["n_candidates"].tolist(), "point_time": res["time"].tolist(),
+        "cv5_error": [cv_err[json.dumps(p, sort_keys=True)] for p in params],
+        "test_error": test_err, "loo_error": loo_err or None,
+        "bound_best": search.best_params_, "bound_test_error": bound_test,
+        "bound_time": bound_time,
+        "cand_best": params[cand], "cand_test_error": test_err[cand],
+        "cv5_best": cv.best_params_, "cv5_test_error": cv_test, "cv5_time": cv_time,
+        "time_ratio": bound_time / cv_time,
+        "within_1_point": bool(bound_test <= cv_test + 0.01),
+        "python": platform.python_version(), "note": args.note,
+    }
+
+
+def plot(row: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    Cs, gammas = row["grid"]["C"], row["grid"]["gamma"]
+
+    def grid_of(values):
+        G = np.full((len(gammas), len(Cs)), np.nan)
+        for p, v in zip(row["params"], values, strict=True):
+            G[gammas.index(p["gamma"]), Cs.index(p["C"])] = v
+        return G
+
+    maps = [("bound / m (log10)", np.log10(grid_of(row["bound_rate"])))]
+    if row["loo_error"]:
+        maps.append(("exact LOO error", grid_of(row["loo_error"])))
+    maps += [("5-fold CV error", grid_of(row["cv5_error"])),
+             ("test error", grid_of(row["test_error"]))]
+    fig, axes = plt.subplots(1, len(maps), figsize=(3.6 * len(maps), 3.4))
+    for ax, (title, G) in zip(axes, maps, strict=True):
+        im = ax.imshow(G, origin="lower", cmap="viridis", aspect="auto")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+        for i in range(G.shape[0]):
+            for j in range(G.shape[1]):
+                ax.text(j, i, f"{G[i, j]:.3g}", ha="center", va="center", color="w", fontsize=7)
+        for best, marker in ((row["bound_best"], "o"), (row["cv5_best"], "x"),
+                             (row["cand_best"], "+")):
+            ax.plot(Cs.index(best["C"]), gammas.index(best["gamma"]), marker, color="red",
+                    markersize=12, markerfacecolor="none", markeredgewidth=2)
+        ax.set_xticks(range(len(Cs)), [f"{c:g}" for c in Cs])
+        ax.set_yticks(range(len(gammas)), [f"{g / row['gamma0']:g}γ₀" for g in gammas])
+        ax.set_xlabel("C")
+        ax.set_title(title, fontsize=9)
+    fig.suptitle(f"{row['dataset']} (m={row['n_train']}): o = bound choice, + = lemma-count "
+                 "choice, x = 5-fold CV choice", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--n-train", type=int, default=500,
+                        help="stratified training subsample per data set (default: %(default)s)")
+    parser.add_argument("--tol", type=float, default=1e-3, help="s2do tolerance (both methods)")
+    parser.add_argument("--loo-max", type=int, default=0,
+                        help="compute the exact LOO map for training sets up to this size")
+    parser.add_argument("--loo-jobs", type=int, default=1)
+    parser.add_argument("--note", default="", help="free text stored with the results")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.datasets) - set(DATASETS))
+    if unknown:
+        parser.error(f"unknown data sets {unknown}; choose from {list(DATASETS)}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in args.datasets:
+        row = run_dataset(name, args)
+        rows.append(row)
+        with open(RESULTS / "bounds.jsonl", "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        plot(row, RESULTS / f"bounds_{name}.png")
+    fields = ["dataset", "n_train", "bound_best", "bound_test_error", "bound_time", "cv5_best",
+              "cv5_test_error", "cv5_time", "time_ratio", "within_1_point", "cand_best",
+              "cand_test_error"]
+    with open(RESULTS / "bounds_selection.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row[k] for k in fields})
+    print(f"\n{'dataset':<10} {'m':>5} {'bound: test err':>16} {'time':>8} {'cv5: test err':>14} "
+          f"{'time':>8} {'ratio':>6} {'lemma count: test err':>22}")
+    for r in rows:
+        print(f"{r['dataset']:<10} {r['n_train']:>5} {r['bound_test_error']:>16.4f} "
+              f"{r['bound_time']:>8.1f} {r['cv5_test_error']:>14.4f} {r['cv5_time']:>8.1f} "
+              f"{r['time_ratio']:>6.3f} {r['cand_test_error']:>22.4f}")
+    ok = sum(r["within_1_point"] and r["time_ratio"] <= 1 / 3 for r in rows)
+    print(f"{ok}/{len(rows)} data sets within 1 point of 5-fold CV in <= 1/3 of its time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

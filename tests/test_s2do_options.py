@@ -1,0 +1,154 @@
+"""S2DO options: warm start, max_iter, verbose, trace, float32 cache, threads.
+
+Each test checks an outcome against the reference solver or an exact
+invariant: the warm-started optimum against cvxpy, bit-identical iterates
+with 1 and 2 threads, float32 rows equal to the rounded float64 rows, the
+dual objective never decreasing along the trace.
+"""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from msvm import MultiClassSVC
+from msvm._core._kernel_cache import KernelCache
+from msvm.diagnostics import diagnose
+from msvm.solvers import get_solver, s2do
+
+from problem_factory import blobs, make_problem
+
+TOL = 1e-6
+
+
+def _rel(a, b):
+    return abs(a - b) / abs(b)
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw"])
+def test_warm_start_path_over_C_matches_reference(model):
+    """C = 1 → 2: the warm start needs fewer iterations and reaches cvxpy's optimum."""
+    X, y = blobs(5, 4, 150, spread=2.0)
+    first = s2do.solve(make_problem(model, X, y, C=1.0), tol=TOL)
+    problem = make_problem(model, X, y, C=2.0)
+    cold = s2do.solve(problem, tol=TOL)
+    warm = s2do.solve(problem, tol=TOL, warm_start=first.alpha)
+    assert warm.status == "optimal"
+    assert warm.n_iter < cold.n_iter, (warm.n_iter, cold.n_iter)
+    reference = diagnose(problem, get_solver("cvxpy").solve(problem))
+    assert _rel(diagnose(problem, warm).dual_objective, reference.dual_objective) <= 1e-6
+    # Down the path (C = 2 → 0.5) the start is scaled into the smaller box first.
+    smaller = make_problem(model, X, y, C=0.5)
+    down = s2do.solve(smaller, tol=TOL, warm_start=warm)
+    assert smaller.check_feasible(down.alpha, atol=1e-12)
+    reference = diagnose(smaller, get_solver("cvxpy").solve(smaller))
+    assert _rel(diagnose(smaller, down).dual_objective, reference.dual_objective) <= 1e-6
+
+
+def test_estimator_warm_start_reuses_previous_fit():
+    X, y = blobs(6, 3, 150, spread=2.0)
+    clf = MultiClassSVC(model="cs", C=1.0, gamma=0.5, tol=TOL, warm_start=True).fit(X, y)
+    cold_iter = MultiClassSVC(model="cs", C=2.0, gamma=0.5, tol=TOL).fit(X, y).n_iter_
+    clf.set_params(C=2.0).fit(X, y)
+    assert clf.n_iter_ < cold_iter
+    reference = MultiClassSVC(model="cs", C=2.0, gamma=0.5, solver="cvxpy").fit(X, y)
+    assert _rel(clf.solution_["dual_objective"], reference.solution_["dual_objective"]) <= 1e-6
+
+
+def test_max_iter_warns_once_and_returns_a_feasible_point():
+    X, y = blobs(1, 3, 120, spread=2.0)
+    problem = make_problem("ww", X, y, C=1.0)
+    with pytest.warns(ConvergenceWarning, match="max_iter=7"):
+        solution = s2do.solve(problem, tol=TOL, max_iter=7)
+    assert solution.status == "max_iter" and solution.n_iter == 7
+    assert problem.check_feasible(solution.alpha)
+    assert solution.info["max_violation"] > TOL
+    # The estimator reports it once (its own warning, with the diagnostics).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        MultiClassSVC(model="ww", C=1.0, gamma=0.5, max_iter=7).fit(X, y)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(messages) == 1 and "KKT residual" in messages[0]
+
+
+def test_verbose_lines_and_trace(capsys):
+    X, y = blobs(2, 4, 300, spread=2.5)
+    problem = make_problem("llw", X, y, C=10.0)
+    solution = s2do.solve(problem, tol=1e-5, verbose=True, trace=0.01)
+    lines = capsys.readouterr().out.strip().splitlines()
+    pattern = re.compile(r"s2do: iter +\d+ +violation \S+ +dual \S+ +active \d+/300 +"
+                         r"cache hits \S+%")
+    assert lines and all(pattern.match(line) for line in lines), lines
+    # At most one line per second, plus the final one.
+    assert len(lines) <= solution.time + 2
+    assert int(lines[-1].split()[2]) == solution.n_iter
+    t, dual, viol, iters = np.array(solution.info["trace"]).T
+    assert len(t) >= 2 and np.all(np.diff(t) >= 0) and np.all(np.diff(iters) >= 0)
+    # A descent method: the dual objective (maximisation form) never decreases.
+    assert np.all(np.diff(dual) >= -1e-12 * np.abs(dual[1:]))
+    assert viol[-1] <= 1e-5
+    assert dual[-1] == pytest.approx(diagnose(problem, solution).dual_objective, rel=1e-10)
+
+
+def test_float32_cache_rows_and_optimum():
+    X, y = blobs(3, 4, 200, spread=2.0)
+    problem = make_problem("cs", X, y, C=5.0)
+    mb = 64 * 200 * 8 / 2**20   # 64 float64 rows of 200
+    k64 = problem.kernel.cache(mb)
+    k32 = problem.kernel.cache(mb, float32=True)
+    assert (k64.capacity, k32.capacity) == (64, 128) and k32.float32 and not k64.float32
+    for i in (0, 57, 199, 57):
+        row = k32.row(i)
+        np.testing.assert_array_equal(row, k64.row(i).astype(np.float32).astype(np.float64))
+    solution = s2do.solve(problem, tol=TOL, cache_dtype="float32", cache_size=mb)
+    assert solution.status == "optimal"
+    reference = diagnose(problem, get_solver("cvxpy").solve(problem))
+    # The optimum of the rounded Gram matrix is within rounding of the exact one.
+    assert _rel(diagnose(problem, solution).dual_objective, reference.dual_objective) <= 1e-6
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_two_threads_give_identical_iterates(model):
+    X, y = blobs(4, 5, 700, spread=2.0)   # 3 chunks of the parallel loops
+    problem = make_problem(model, X, y, C=2.0)
+    one = s2do.solve(problem, tol=1e-4, n_jobs=1, cache_size=1.0)
+    two = s2do.solve(problem, tol=1e-4, n_jobs=2, cache_size=1.0, tune_threads=False)
+    assert two.info["n_threads"] == 2 and two.info["n_parallel_iter"] == two.n_iter
+    assert one.n_iter == two.n_iter
+    np.testing.assert_array_equal(one.alpha, two.alpha)
+    np.testing.assert_array_equal(one.scores, two.scores)
+    # The tuned run takes whichever thread count is faster: same iterates again.
+    tuned = s2do.solve(problem, tol=1e-4, n_jobs=2, cache_size=1.0)
+    np.testing.assert_array_equal(one.alpha, tuned.alpha)
+
+
+def test_kernel_rows_do_not_depend_on_threads():
+    X = np.random.default_rng(0).normal(size=(1300, 7))
+    one = KernelCache(X, 2, 0.3, 3.0, 0.0, 1.0)
+    two = KernelCache(X, 2, 0.3, 3.0, 0.0, 1.0, n_threads=2)
+    for i in (0, 640, 1299):
+        np.testing.assert_array_equal(one.row(i), two.row(i))
+    with pytest.raises(ValueError, match="n_threads"):
+        KernelCache(X, 2, 0.3, 3.0, 0.0, 1.0, n_threads=0)
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"n_jobs": 0}, "n_jobs"), ({"n_jobs": 1.5}, "n_jobs"),
+    ({"cache_dtype": "float16"}, "cache_dtype"), ({"trace": 0.0}, "trace"),
+])
+def test_bad_options(options, match):
+    X, y = blobs(0, 3, 30)
+    with pytest.raises(ValueError, match=match):
+        s2do.solve(make_problem("ww", X, y), **options)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"n_jobs": 0}, "n_jobs"), ({"cache_dtype": "half"}, "cache_dtype"),
+    ({"warm_start": "yes"}, "warm_start"),
+])
+def test_estimator_bad_options(params, match):
+    X, y = blobs(0, 3, 30)
+    with pytest.raises(ValueError, match=match):
+        MultiClassSVC(**params).fit(X, y)
