@@ -1,0 +1,154 @@
+"""The Frank–Wolfe solver reaches the reference optimum of every machine, with and without bias.
+
+What is checked against what.  The reference is cvxpy/Clarabel followed by an
+active-set polish (KKT residual ≤ 1e-9), an independent interior-point
+answer.  Frank–Wolfe stops on its own certificate, the Frank–Wolfe gap
+∇J(α)ᵀ(α − s) ≥ J(α) − J*, so at ``tol`` the dual objective can be at most
+``tol``·|J| below the optimum: the tests check that inequality against the
+reference's J*, the equality constraints of the bias to 1e-9·C, and b
+(from the KKT conditions and from the LP's dual values) against the
+reference's b where it is unique.
+"""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from msvm.diagnostics import diagnose
+from msvm.solvers import frank_wolfe, get_solver
+
+from problem_factory import FAMILY, MODELS, blobs, make_problem
+
+
+def _reference(problem):
+    solution = get_solver("cvxpy").solve(problem)
+    assert solution.status == "optimal"
+    return solution, diagnose(problem, solution)
+
+
+def _check_against(problem, solution, reference, tol):
+    ref_solution, ref = reference
+    d = diagnose(problem, solution)
+    J, J_ref = -d.dual_objective, -ref.dual_objective
+    assert solution.status == "optimal", solution.info
+    assert problem.check_feasible(solution.alpha, atol=1e-9)
+    # The gap certificate: J(α) − J* ≤ gap ≤ tol·|J| (up to round-off of J*).
+    assert J - J_ref <= solution.info["fw_gap"] + 1e-9 * abs(J_ref)
+    assert solution.info["fw_gap"] <= tol * abs(J) + 1e-12
+    if problem.fit_intercept:
+        assert np.max(np.abs(problem.equality_residual(solution.alpha))) <= 1e-9 * problem.C
+        # b rests on the free variables: only a tight tol pins it down.
+        if tol <= 1e-8 and d.b_method == "kkt" and ref.b_method == "kkt":
+            np.testing.assert_allclose(solution.b, ref_solution.b, atol=1e-5 * max(1, problem.C))
+    return d
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("model", MODELS + FAMILY)
+def test_matches_reference(model, kernel, bias):
+    X, y = blobs(4, 3, 45, spread=1.5)
+    for C in (0.5, 5.0):
+        problem = make_problem(model, X, y, kernel=kernel, C=C, bias=bias)
+        solution = frank_wolfe.solve(problem, tol=1e-10)
+        d = _check_against(problem, solution, _reference(problem), 1e-10)
+        assert d.kkt_residual <= 1e-6, (C, d.kkt_residual)
+
+
+@pytest.mark.parametrize("face_steps", [True, False])
+@pytest.mark.parametrize("variant", frank_wolfe.VARIANTS)
+def test_every_variant_meets_its_certificate(variant, face_steps):
+    """Without in-face steps vertex steps converge sublinearly: a looser tol."""
+    X, y = blobs(5, 4, 40, spread=2.0)
+    tol = 1e-8 if face_steps else 1e-3
+    for model, bias in (("ww", True), ("cs", True), ("msvm2", False)):
+        problem = make_problem(model, X, y, C=1.0, bias=bias)
+        solution = frank_wolfe.solve(problem, tol=tol, fw_variant=variant, face_steps=face_steps)
+        _check_against(problem, solution, _reference(problem), tol)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_decomposition_matches_reference(model, bias):
+    X, y = blobs(7, 4, 80, spread=2.0)
+    problem = make_problem(model, X, y, C=2.0, bias=bias)
+    solution = frank_wolfe.solve(problem, tol=1e-9, working_set_size=12, cache_size=0.05)
+    _check_against(problem, solution, _reference(problem), 1e-9)
+    assert solution.info["n_splits"] > 3
+    # The scores kept across splits are K'β̄ (no drift from the row updates).
+    np.testing.assert_allclose(solution.scores, problem.scores(problem.beta(solution.alpha)),
+                               atol=1e-9 * problem.C * len(y))
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw"])
+def test_lp_duals_give_the_kkt_bias(model):
+    X, y = blobs(2, 3, 60, spread=1.5)
+    problem = make_problem(model, X, y, C=1.0, bias=True)
+    solution = frank_wolfe.solve(problem, tol=1e-10)
+    assert solution.info["b_method"] == "kkt"
+    assert solution.info["b_lp_diff"] <= 1e-6
+
+
+def test_msvm2_box_grows_until_it_does_not_bind():
+    X, y = blobs(1, 3, 60, spread=1.0)
+    y[:4] = (y[:4] + 1) % 3  # mislabelled points: large slacks, large α
+    problem = make_problem("msvm2", X, y, kernel="linear", C=1.0, bias=True)
+    ref_solution, ref = _reference(problem)
+    assert ref_solution.alpha.max() > 4 * problem.C  # the first box [0, 4C] binds
+    solution = frank_wolfe.solve(problem, tol=1e-9)
+    assert solution.info["box_bound"] > ref_solution.alpha.max()
+    _check_against(problem, solution, (ref_solution, ref), 1e-9)
+
+
+def test_warm_start_along_C():
+    X, y = blobs(3, 3, 60, spread=2.0)
+    first = frank_wolfe.solve(make_problem("ww", X, y, C=1.0, bias=True), tol=1e-9)
+    problem = make_problem("ww", X, y, C=1.1, bias=True)
+    cold = frank_wolfe.solve(problem, tol=1e-9, record=True)
+    warm = frank_wolfe.solve(problem, tol=1e-9, warm_start=first, record=True)
+    _check_against(problem, warm, _reference(problem), 1e-9)
+    # The previous optimum starts with a smaller gap bound and needs fewer steps.
+    assert warm.info["history"][0][3] < 0.01 * cold.info["history"][0][3]
+    assert warm.n_iter < cold.n_iter
+
+
+def test_warm_start_off_the_equality_constraints_is_refused():
+    X, y = blobs(3, 3, 30)
+    problem = make_problem("ww", X, y, C=1.0, bias=True)
+    alpha = problem.zeros()
+    alpha[0, problem.active[0]] = 0.5
+    with pytest.raises(ValueError, match="equality constraints"):
+        frank_wolfe.solve(problem, warm_start=alpha)
+
+
+def test_history_is_monotone():
+    """Every step is an exact line search along a descent direction: D never decreases."""
+    X, y = blobs(6, 3, 50)
+    problem = make_problem("cs", X, y, C=1.0, bias=True)
+    solution = frank_wolfe.solve(problem, tol=1e-8, record=True)
+    duals = np.array([h[2] for h in solution.info["history"]])
+    assert len(duals) > 3
+    assert np.all(np.diff(duals) >= -1e-10 * np.abs(duals[1:]))
+
+
+def test_max_iter_warns_and_reports():
+    X, y = blobs(6, 3, 50)
+    problem = make_problem("ww", X, y, C=1.0, bias=True)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        solution = frank_wolfe.solve(problem, tol=1e-12, max_iter=3)
+    assert solution.status == "max_iter"
+    assert problem.check_feasible(solution.alpha, atol=1e-9)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"fw_variant": "sideways"}, "fw_variant must be one of"),
+    ({"working_set_size": 1}, "working_set_size must be an integer >= 2"),
+    ({"tol": -1.0}, "tol must be a non-negative number"),
+    ({"max_iter": 0}, "max_iter must be a positive integer"),
+    ({"full_lp_every": 0}, "full_lp_every must be a positive integer"),
+    ({"cache_size": 0}, "cache_size must be a positive number"),
+])
+def test_bad_options(options, message):
+    X, y = blobs(0, 3, 20)
+    with pytest.raises(ValueError, match=message):
+        frank_wolfe.solve(make_problem("ww", X, y, bias=True), **options)
