@@ -899,9 +899,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                 K_BB = rows
             block = _Block(solver, B, K_BB)
             target = max(inner_ratio * float(gaps[B].sum()), 0.25 * tol * abs(J))
-            steps, n_vertex_steps = _inner(block, fw_variant, lazy, face_steps, target, budget - n_steps,
-                              record_inner if (record and n_B == m) else None,
-                              rel_tol=tol if n_B == m else None)
+            steps, n_vertex_steps = _inner(
+                block, fw_variant, lazy, face_steps, target, budget - n_steps,
+                record_inner if (record and n_B == m) else None,
+                rel_tol=tol if n_B == m else None)
             n_steps += steps
             n_splits += 1
             n_lp += block.n_lp
