@@ -208,6 +208,9 @@ cdef class OnlineState:
     cdef const int[:, ::1] gsize
     cdef const double[:, :, ::1] nubar
     cdef const double[:, ::1] gram
+    cdef const int* pslk     # flat views of slk (Q·P)
+    cdef int* nact           # active slots of each class: nact[y], alist[y·P + k]
+    cdef int* alist
 
     # ---- support patterns (slots 0 .. n_sp-1, capacity cap)
     cdef readonly Py_ssize_t n_sp
@@ -322,6 +325,8 @@ cdef class OnlineState:
         self.rprev = NULL
         self.rnext = NULL
         self.Fq = NULL
+        self.nact = NULL
+        self.alist = NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t r
@@ -362,13 +367,15 @@ cdef class OnlineState:
         free(self.gid_slot)
         free(self.gid_rec)
         free(self.Fq)
+        free(self.nact)
+        free(self.alist)
 
     def __init__(self, int layout, Py_ssize_t n_features, int kernel_code, double gamma,
                  double degree, double coef0, gram, Py_ssize_t n_gid, M, Mdiag, gamma_t, active,
                  slack, group_size, nubar, double C, double shift, double tol, int strategy,
                  double budget_mb, unsigned long long seed, double kcost=1.0, double beta=0.05,
                  double eta=0.05):
-        cdef Py_ssize_t g
+        cdef Py_ssize_t g, k
         if layout not in (DENSE, SPARSE, GRAM):
             raise ValueError(f"Unknown data layout {layout}.")
         if strategy not in (S2DO_ALL, RP_S2DO_ALL, RP_S2DO_PATTERN):
@@ -418,8 +425,17 @@ cdef class OnlineState:
         self.pin2 = -1
         self.n_gid = n_gid
         self.Fq = <double*> malloc(self.Q * sizeof(double))
-        if self.Fq == NULL:
+        self.nact = <int*> malloc(self.Q * sizeof(int))
+        self.alist = <int*> malloc(self.QP * sizeof(int))
+        if self.Fq == NULL or self.nact == NULL or self.alist == NULL:
             raise MemoryError()
+        self.pslk = &self.slk[0, 0]
+        for g in range(self.Q):
+            self.nact[g] = 0
+            for k in range(self.P):
+                if self.act[g, k]:
+                    self.alist[g * self.P + self.nact[g]] = <int> k
+                    self.nact[g] += 1
         if n_gid > 0:
             self.gid_slot = <Py_ssize_t*> malloc(n_gid * sizeof(Py_ssize_t))
             self.gid_rec = <Py_ssize_t*> malloc(n_gid * sizeof(Py_ssize_t))
@@ -804,51 +820,48 @@ cdef class OnlineState:
         return self.rptr[r]
 
     # ================================================================ slots
-    cdef void _scan(self, Py_ssize_t e) noexcept nogil:
-        """Largest violations of slot e (all variables / support vectors only)."""
-        cdef Py_ssize_t y = self.lab[e], s, P = self.P
-        cdef int r
-        cdef double g, a, lim = self.C - self.eps_cap
-        cdef double sb = 0.0, ssv = 0.0
-        cdef int isb = -1, issv = -1
-        cdef double gdn = -INFINITY, gmn = INFINITY, gmnsv = INFINITY
-        cdef int adn = -1, amn = -1, amnsv = -1
-        cdef double pbest = 0.0, pbestsv = 0.0
+    cdef inline void _scan(self, Py_ssize_t e) noexcept nogil:
+        """Largest violations of slot e (all variables / support vectors only).
+
+        A variable's violation is max(−g if it may grow, g if α > 0); for a
+        support vector (α > 0) both directions count, so its violation is the
+        same number.  With a shared slack group (max-loss) the best pair too.
+        """
+        cdef Py_ssize_t y = self.lab[e], P = self.P
+        cdef const int* al = self.alist + y * P
+        cdef const int* sl = self.pslk + y * P
         cdef const double* Ge = self.G + e * P
         cdef const double* Ae = self.A + e * P
         cdef const double* GSe = self.GS + e * self.R
-        cdef bint canup
-        for s in range(P):
-            if not self.act[y, s]:
-                continue
+        cdef int na = self.nact[y], k, s, r
+        cdef int isb = -1, issv = -1, adn = -1, amn = -1, amnsv = -1
+        cdef double lim = self.C - self.eps_cap, g, a, v, sb = 0.0, ssv = 0.0
+        cdef double gdn = -INFINITY, gmn = INFINITY, gmnsv = INFINITY
+        for k in range(na):
+            s = al[k]
             g = Ge[s]
             a = Ae[s]
-            r = self.slk[y, s]
-            canup = r < 0 or GSe[r] < lim
-            if canup and -g > sb:
-                sb = -g
-                isb = <int> s
-            if a > 0:
-                if g > sb:
-                    sb = g
-                    isb = <int> s
-                if canup and -g > ssv:
-                    ssv = -g
-                    issv = <int> s
-                if g > ssv:
-                    ssv = g
-                    issv = <int> s
+            r = sl[s]
+            v = g if a > 0 else 0.0
+            if (r < 0 or GSe[r] < lim) and -g > v:
+                v = -g
+            if v > sb:
+                sb = v
+                isb = s
+            if a > 0 and v > ssv:
+                ssv = v
+                issv = s
             if self.max_loss and r >= 0 and self.gsize[y, r] > 1:
-                # One shared slack group per example (the max-loss machines).
+                # One shared slack group per class (checked by the Python layer).
                 if a > 0 and g > gdn:
                     gdn = g
-                    adn = <int> s
+                    adn = s
                 if g < gmn:
                     gmn = g
-                    amn = <int> s
+                    amn = s
                 if a > 0 and g < gmnsv:
                     gmnsv = g
-                    amnsv = <int> s
+                    amnsv = s
         self.bs[e] = isb
         self.bssv[e] = issv
         self.pp[e] = -1
