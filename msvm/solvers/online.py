@@ -222,7 +222,7 @@ def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, online_strategy: str = DEFAULT_STRATEGY, epochs=1,
           random_state=None, trace: float | None = None, test_set=None,
-          blas_threads: int | None = 1) -> DualSolution:
+          blas_threads: int | None = 1, keep_state: bool = False) -> DualSolution:
     """Solve the bias-free dual with the online solver.
 
     Parameters
@@ -260,6 +260,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     blas_threads : int or None
         BLAS threads while the loop runs (default 1, as S2DO: kernel rows are
         small products).
+    keep_state : bool
+        Put the solver's final state (support patterns, their gradients, the
+        scheduler) in ``info["online_state"]`` so that a stream can continue
+        it (:meth:`OnlineStream.from_export`, used by ``partial_fit`` after
+        ``fit``).  Not for a precomputed kernel.
 
     Returns
     -------
@@ -382,6 +387,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             **stats,
             **({"curve": curve.as_dict(), "curve_overhead": curve.overhead}
                if curve is not None else {}),
+            **({"online_state": state.export()} if keep_state and layout != _GRAM else {}),
         },
     )
 
@@ -439,6 +445,66 @@ class OnlineStream:
         self.time = 0.0
         self._kcost = 8.0 + 0.25 * n_features
         self.state = self._new(_seed(self.rng))
+
+    @classmethod
+    def from_export(cls, exported: dict, machine: Machine, C: float, kernel: str, gamma: float,
+                    degree: float, coef0: float, n_features: int, sparse: bool, *, tol: float,
+                    online_strategy: str, cache_size: float, random_state, n_seen: int,
+                    time: float = 0.0) -> OnlineStream:
+        """A stream continuing the state of an online ``fit`` (``solve(keep_state=True)``)."""
+        stream = cls(machine, C, kernel, gamma, degree, coef0, n_features, sparse, tol=tol,
+                     online_strategy=online_strategy, cache_size=cache_size,
+                     random_state=random_state)
+        stream.state.restore(exported)
+        stream.n_seen = int(n_seen)
+        stream.n_calls = 1
+        stream.time = float(time)
+        return stream
+
+    @classmethod
+    def from_solution(cls, machine: Machine, C: float, kernel: str, gamma: float,
+                      degree: float, coef0: float, features, labels: np.ndarray,
+                      alpha: np.ndarray, gids: np.ndarray, *, tol: float,
+                      online_strategy: str, cache_size: float, random_state, n_seen: int,
+                      time: float = 0.0) -> OnlineStream:
+        """A stream starting from a solution of any solver (its support patterns and α).
+
+        The gradients of the support patterns are computed exactly, from the
+        kernel block between them (n_SV² kernel evaluations, counted).
+        """
+        n_features = features.shape[1]
+        sparse = sp.issparse(features)
+        stream = cls(machine, C, kernel, gamma, degree, coef0, n_features, sparse, tol=tol,
+                     online_strategy=online_strategy, cache_size=cache_size,
+                     random_state=random_state)
+        labels = np.asarray(labels, dtype=np.intp)
+        alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        nubar = machine.nu_centered * machine.active[:, :, None]
+        beta = np.einsum("ip,ipc->ic", alpha, nubar[labels])
+        arrays = batch_arrays(features, kernel, gamma, degree, coef0)
+        F = Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features) @ beta
+        F += machine.kernel_shift(C) * beta
+        gam = np.where(machine.active, machine.gamma, 0.0)[labels]
+        G = np.where(machine.active[labels], np.einsum("ipc,ic->ip", nubar[labels], F) - gam, 0.0)
+        n = len(labels)
+        if sparse:
+            csr = sp.csr_matrix(features, dtype=np.float64)
+            feats = (csr.data, csr.indices.astype(np.int32), csr.indptr.astype(np.intp))
+        else:
+            feats = np.ascontiguousarray(features, dtype=np.float64)
+        exported = stream.state.export()
+        exported.update(
+            gids=np.asarray(gids, dtype=np.intp), labels=labels, alpha=alpha, beta=beta, G=G,
+            features=feats, kd=arrays["kdiag"], sq=arrays["sqnorm"], l1=arrays["l1norm"],
+            J=float(0.5 * np.sum(beta * F) - np.sum(gam * alpha)),
+            n_kernel_evaluations=n * n,
+        )
+        stream.state = stream._new(_seed(stream.rng))
+        stream.state.restore(exported)
+        stream.n_seen = int(n_seen)
+        stream.n_calls = 1
+        stream.time = float(time)
+        return stream
 
     def _new(self, seed):
         return new_state(
