@@ -29,7 +29,7 @@ from msvm.kernels import KERNELS, Kernel, callable_block, resolve_gamma
 from msvm.machines import MACHINES, make_machine
 from msvm.problem import DualProblem
 from msvm.solvers import SOLVERS, get_solver, resolve_solver
-from msvm.solvers.online import STRATEGIES, OnlineStream, check_epochs, check_strategy
+from msvm.solvers.online import OnlineStream, check_epochs, check_strategy
 
 __all__ = ["MultiClassSVC"]
 
