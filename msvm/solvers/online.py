@@ -318,11 +318,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     def tick(force=False):
         now = clock()
-        if curve is not None and (force or curve.due(now)):
+        if curve is not None and (force or curve.due(now)) and not (
+                force and curve.points and curve.points[-1]["n_iter"] == state.n_steps
+                and curve.points[-1]["kernel_evaluations"] == state.n_kernel_evaluations):
             curve.record(now, state.n_kernel_evaluations, -state.J, state.n_steps,
                          model=model, epoch=epoch + (state.pos / max(m, 1) if phase == "pass"
                                                      else 0.0),
-                         n_support_patterns=state.n_sp)
+                         n_support_patterns=state.n_sp, phase=phase)
         if verbose and (force or time.perf_counter() - last_print[0] >= 1.0):
             last_print[0] = time.perf_counter()
             print(f"online: epoch {epoch + 1} {phase} {state.pos}/{m}  support patterns "
@@ -346,6 +348,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             if code == _MAX_STEPS:
                 status = "max_iter"
                 break
+            if curve is not None:
+                tick(force=True)  # a point at the end of every epoch (epoch = 1.0, 2.0, ...)
             epoch += 1
             if epochs is None:
                 if state.pass_steps == 0 and state.max_violation() <= tol:
@@ -355,9 +359,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                 if _drive(state, "finish", budget, slice_, tick) == _MAX_STEPS:
                     status = "max_iter"
                     break
-    if curve is not None:
-        tick(force=True)
-    if verbose:
+    if curve is not None or verbose:
         tick(force=True)
     if status == "max_iter":
         from sklearn.exceptions import ConvergenceWarning
