@@ -103,6 +103,24 @@ def test_each_strategy(model, strategy):
     assert one.info["steps"]["two_old"] + one.info["steps"]["two_old_supports"] > 0
 
 
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_fast_and_generic_bookkeeping_agree(model):
+    """S2DO's structured bookkeeping (the default for these machines) and the generic one."""
+    online = _online()
+    X, y = blobs(5, 5, 150, spread=2.0)
+    problem = make_problem(model, X, y, C=3.0)
+    reference = _reference((model, "blobs5-150"), problem)
+    for fast in (True, False):
+        solution = online.solve(problem, tol=TOL, epochs=None, random_state=4, fast=fast)
+        assert _rel(diagnose(problem, solution).dual_objective, reference) <= 1e-5, fast
+        d = diagnose(problem, solution)
+        assert d.kkt_violation <= TOL
+    # One pass: the same algorithm, so nearly the same dual (paths differ by round-off).
+    one = [diagnose(problem, online.solve(problem, epochs=1, random_state=4, fast=f))
+           for f in (True, False)]
+    assert one[0].dual_objective == pytest.approx(one[1].dual_objective, rel=0.02)
+
+
 @pytest.mark.parametrize("kernel", ["linear", "poly", "laplace"])
 def test_other_kernels_match_reference(kernel):
     online = _online()
@@ -155,9 +173,10 @@ def test_stored_gradients_are_exact():
     """G of the support patterns after one pass equals ∇J computed from scratch."""
     online = _online()
     X, y = blobs(6, 5, 150, spread=2.5)
-    for model in ("ww", "cs", "llw", "msvm2", "atm"):
+    for model, fast in (("ww", True), ("cs", True), ("llw", True), ("msvm2", True),
+                        ("cs", False), ("llw", False), ("atm", True)):
         problem = make_problem(model, X, y, C=2.0)
-        solution = online.solve(problem, epochs=1, random_state=3, keep_state=True)
+        solution = online.solve(problem, epochs=1, random_state=3, keep_state=True, fast=fast)
         state = solution.info["online_state"]
         G = problem.gradient(solution.alpha)
         np.testing.assert_allclose(state["G"], G[state["gids"]], atol=1e-9)

@@ -158,6 +158,25 @@ cdef inline void* _grow(void* p, size_t n) noexcept nogil:
     return realloc(p, n if n > 0 else 1)
 
 
+cdef struct Ext:
+    # Fast path, per support pattern: σ_e = u_y·F_e − κ_y S_e (g_es = σ_e + h_es,
+    # h_es = −F_es − γ_ys) and the cached extremes of h with their slots: min over
+    # the slots that may grow (up), max over α > 0 (dn), min over all (all), min over
+    # α > 0 that may grow (upsv), min over α > 0 (allsv); stale: some extreme is a bound.
+    double sig
+    double hup
+    double hdn
+    double hall
+    double hupsv
+    double hallsv
+    int aup
+    int adn
+    int aall
+    int aupsv
+    int aallsv
+    int stale
+
+
 @cython.final
 cdef class OnlineState:
     """Working state of the online solver (built by :mod:`msvm.solvers.online`).
@@ -211,6 +230,26 @@ cdef class OnlineState:
     cdef const int* pslk     # flat views of slk (Q·P)
     cdef int* nact           # active slots of each class: nact[y], alist[y·P + k]
     cdef int* alist
+    # uncentred ν non-zeros (β rows, and a new pattern's gradient from its scores)
+    cdef int* nzc            # Q·P
+    cdef int* nzcol          # Q·P·Q
+    cdef double* nzval       # Q·P·Q
+    cdef double* numean      # Q·P: mean_c ν_{y,p,c} for sum-to-zero machines, else 0
+    cdef bint centred
+
+    # ---- fast path (ν_{y,s,·} = u_y − e_s, slot s <-> class s: WW, CS, LLW, M-SVM²)
+    cdef readonly bint fast
+    cdef int* ucnt           # Q: non-zeros of u_y
+    cdef int* ucol           # Q·Q
+    cdef double* uval        # Q·Q
+    cdef double* kap         # Q: mean_c u_y,c − 1/Q when sum-to-zero, else 0
+    cdef double* F           # cap·Q uncentred scores K'β
+    cdef double* S           # cap: Σ_c F (sum-to-zero machines)
+    cdef Ext* ext            # cap: σ and the cached extremes of h, one struct per slot
+    # step scratch: changed columns of β and their deltas in rows i and k
+    cdef int* pcol
+    cdef double* pw0
+    cdef double* pw1
 
     # ---- support patterns (slots 0 .. n_sp-1, capacity cap)
     cdef readonly Py_ssize_t n_sp
@@ -327,6 +366,20 @@ cdef class OnlineState:
         self.Fq = NULL
         self.nact = NULL
         self.alist = NULL
+        self.nzc = NULL
+        self.nzcol = NULL
+        self.nzval = NULL
+        self.numean = NULL
+        self.ucnt = NULL
+        self.ucol = NULL
+        self.uval = NULL
+        self.kap = NULL
+        self.F = NULL
+        self.S = NULL
+        self.ext = NULL
+        self.pcol = NULL
+        self.pw0 = NULL
+        self.pw1 = NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t r
@@ -369,13 +422,28 @@ cdef class OnlineState:
         free(self.Fq)
         free(self.nact)
         free(self.alist)
+        free(self.nzc)
+        free(self.nzcol)
+        free(self.nzval)
+        free(self.numean)
+        free(self.ucnt)
+        free(self.ucol)
+        free(self.uval)
+        free(self.kap)
+        free(self.F)
+        free(self.S)
+        free(self.ext)
+        free(self.pcol)
+        free(self.pw0)
+        free(self.pw1)
 
     def __init__(self, int layout, Py_ssize_t n_features, int kernel_code, double gamma,
                  double degree, double coef0, gram, Py_ssize_t n_gid, M, Mdiag, gamma_t, active,
-                 slack, group_size, nubar, double C, double shift, double tol, int strategy,
-                 double budget_mb, unsigned long long seed, double kcost=1.0, double beta=0.05,
-                 double eta=0.05):
-        cdef Py_ssize_t g, k
+                 slack, group_size, nubar, nz_count, nz_col, nz_val, nu_mean, double C,
+                 double shift, double tol, int strategy, double budget_mb,
+                 unsigned long long seed, double kcost=1.0, double beta=0.05, double eta=0.05,
+                 fast=None, bint centred=False):
+        cdef Py_ssize_t g, k, c
         if layout not in (DENSE, SPARSE, GRAM):
             raise ValueError(f"Unknown data layout {layout}.")
         if strategy not in (S2DO_ALL, RP_S2DO_ALL, RP_S2DO_PATTERN):
@@ -444,6 +512,47 @@ cdef class OnlineState:
             for g in range(n_gid):
                 self.gid_slot[g] = -1
                 self.gid_rec[g] = -1
+        self.centred = centred
+        self.nzc = <int*> malloc(self.QP * sizeof(int))
+        self.nzcol = <int*> malloc(self.QP * self.Q * sizeof(int))
+        self.nzval = <double*> malloc(self.QP * self.Q * sizeof(double))
+        self.numean = <double*> malloc(self.QP * sizeof(double))
+        self.pcol = <int*> malloc(2 * self.Q * sizeof(int))
+        self.pw0 = <double*> malloc(2 * self.Q * sizeof(double))
+        self.pw1 = <double*> malloc(2 * self.Q * sizeof(double))
+        if (self.nzc == NULL or self.nzcol == NULL or self.nzval == NULL or self.numean == NULL
+                or self.pcol == NULL or self.pw0 == NULL or self.pw1 == NULL):
+            raise MemoryError()
+        nzc_a = np.ascontiguousarray(nz_count, dtype=np.int32).ravel()
+        nzcol_a = np.ascontiguousarray(nz_col, dtype=np.int32).ravel()
+        nzval_a = np.ascontiguousarray(nz_val, dtype=np.float64).ravel()
+        numean_a = np.ascontiguousarray(nu_mean, dtype=np.float64).ravel()
+        for k in range(self.QP):
+            self.nzc[k] = nzc_a[k]
+            self.numean[k] = numean_a[k]
+        for k in range(self.QP * self.Q):
+            self.nzcol[k] = nzcol_a[k]
+            self.nzval[k] = nzval_a[k]
+        self.fast = fast is not None
+        if self.fast:
+            if self.P != self.Q:
+                raise ValueError("The fast path needs one slot per class.")
+            self.ucnt = <int*> malloc(self.Q * sizeof(int))
+            self.ucol = <int*> malloc(self.Q * self.Q * sizeof(int))
+            self.uval = <double*> malloc(self.Q * self.Q * sizeof(double))
+            self.kap = <double*> malloc(self.Q * sizeof(double))
+            if self.ucnt == NULL or self.ucol == NULL or self.uval == NULL or self.kap == NULL:
+                raise MemoryError()
+            ucnt_a = np.ascontiguousarray(fast["u_cnt"], dtype=np.int32).ravel()
+            ucol_a = np.ascontiguousarray(fast["u_col"], dtype=np.int32).ravel()
+            uval_a = np.ascontiguousarray(fast["u_val"], dtype=np.float64).ravel()
+            kap_a = np.ascontiguousarray(fast["kappa"], dtype=np.float64).ravel()
+            for g in range(self.Q):
+                self.ucnt[g] = ucnt_a[g]
+                self.kap[g] = kap_a[g]
+                for c in range(self.Q):
+                    self.ucol[g * self.Q + c] = ucol_a[g * self.Q + c]
+                    self.uval[g * self.Q + c] = uval_a[g * self.Q + c]
         if layout == SPARSE:
             self.work = <double*> malloc(max(self.d, 1) * sizeof(double))
             if self.work == NULL:
@@ -465,8 +574,19 @@ cdef class OnlineState:
         if c < 16:
             c = 16
         self.A = <double*> _grow(self.A, c * P * sizeof(double))
-        self.G = <double*> _grow(self.G, c * P * sizeof(double))
         self.B = <double*> _grow(self.B, c * Q * sizeof(double))
+        if self.fast:
+            self.F = <double*> _grow(self.F, c * Q * sizeof(double))
+            self.S = <double*> _grow(self.S, c * sizeof(double))
+            self.ext = <Ext*> _grow(self.ext, c * sizeof(Ext))
+            if self.F == NULL or self.S == NULL or self.ext == NULL:
+                self.oom = True
+                return False
+        else:
+            self.G = <double*> _grow(self.G, c * P * sizeof(double))
+            if self.G == NULL:
+                self.oom = True
+                return False
         self.GS = <double*> _grow(self.GS, c * R * sizeof(double))
         self.gid = <Py_ssize_t*> _grow(self.gid, c * sizeof(Py_ssize_t))
         self.lab = <int*> _grow(self.lab, c * sizeof(int))
@@ -487,7 +607,7 @@ cdef class OnlineState:
         elif self.layout == SPARSE:
             self.st = <Py_ssize_t*> _grow(self.st, c * sizeof(Py_ssize_t))
             self.nz = <Py_ssize_t*> _grow(self.nz, c * sizeof(Py_ssize_t))
-        if (self.A == NULL or self.G == NULL or self.B == NULL or self.GS == NULL
+        if (self.A == NULL or self.B == NULL or self.GS == NULL
                 or self.gid == NULL or self.lab == NULL or self.kd == NULL or self.sq == NULL
                 or self.l1 == NULL or self.viol == NULL or self.vsv == NULL or self.bs == NULL
                 or self.pp == NULL or self.pq == NULL or self.bssv == NULL or self.ppsv == NULL
@@ -880,6 +1000,179 @@ cdef class OnlineState:
                 self.ppsv[e] = adn
                 self.pqsv[e] = amnsv
 
+    # ---------------------------------------------------------- fast path
+    cdef inline double _g(self, Py_ssize_t e, Py_ssize_t s) noexcept nogil:
+        """∂J/∂α_es (exact in both paths: σ and F are never stale)."""
+        if self.fast:
+            return self.ext[e].sig - self.F[e * self.Q + s] - self.gam[self.lab[e], s]
+        return self.G[e * self.P + s]
+
+    cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t y = self.lab[e], Q = self.Q
+        cdef int k
+        cdef double v = 0.0
+        cdef const double* Fe = self.F + e * Q
+        for k in range(self.ucnt[y]):
+            v += self.uval[y * Q + k] * Fe[self.ucol[y * Q + k]]
+        if self.centred:
+            v -= self.kap[y] * self.S[e]
+        self.ext[e].sig = v
+
+    cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
+        """σ and the exact extremes of h_e· = −F_e· − γ (fast path), then the violations."""
+        cdef Py_ssize_t y = self.lab[e], P = self.P
+        cdef const int* al = self.alist + y * P
+        cdef const int* sl = self.pslk + y * P
+        cdef const double* Fe = self.F + e * self.Q
+        cdef const double* Ae = self.A + e * P
+        cdef const double* GSe = self.GS + e * self.R
+        cdef const double* gm = &self.gam[y, 0]
+        cdef int na = self.nact[y], k, s, r
+        cdef int au = -1, ad = -1, aa = -1, ausv = -1, aasv = -1
+        cdef double h, lim = self.C - self.eps_cap
+        cdef double hu = INFINITY, hd = -INFINITY, ha = INFINITY, husv = INFINITY, hasv = INFINITY
+        cdef bint canup
+        self._sigma(e)
+        for k in range(na):
+            s = al[k]
+            h = -Fe[s] - gm[s]
+            r = sl[s]
+            canup = r < 0 or GSe[r] < lim
+            if canup and h < hu:
+                hu = h
+                au = s
+            if h < ha:
+                ha = h
+                aa = s
+            if Ae[s] > 0:
+                if h > hd:
+                    hd = h
+                    ad = s
+                if canup and h < husv:
+                    husv = h
+                    ausv = s
+                if h < hasv:
+                    hasv = h
+                    aasv = s
+        self.ext[e].hup = hu
+        self.ext[e].aup = au
+        self.ext[e].hdn = hd
+        self.ext[e].adn = ad
+        self.ext[e].hall = ha
+        self.ext[e].aall = aa
+        self.ext[e].hupsv = husv
+        self.ext[e].aupsv = ausv
+        self.ext[e].hallsv = hasv
+        self.ext[e].aallsv = aasv
+        self.ext[e].stale = 0
+        self._fviol(e)
+
+    cdef inline void _fviol(self, Py_ssize_t e) noexcept nogil:
+        """Violations of e (all variables, support vectors only) from σ and the extremes.
+
+        Upper bounds while e is stale.  The slots realising them are derived
+        on demand by :meth:`_fbest`.
+        """
+        cdef Ext* x = &self.ext[e]
+        cdef double sg = x.sig, vd = -INFINITY, v = 0.0, w
+        if x.adn >= 0:
+            vd = sg + x.hdn
+            if vd > v:
+                v = vd
+        if x.aup >= 0:
+            w = -sg - x.hup
+            if w > v:
+                v = w
+        if self.max_loss and x.adn >= 0 and (x.aall != x.adn or x.stale):
+            w = x.hdn - x.hall
+            if w > v:
+                v = w
+        self.viol[e] = v
+        v = vd if vd > 0 else 0.0
+        if x.aupsv >= 0:
+            w = -sg - x.hupsv
+            if w > v:
+                v = w
+        if self.max_loss and x.adn >= 0 and x.aallsv >= 0 and (x.aallsv != x.adn or x.stale):
+            w = x.hdn - x.hallsv
+            if w > v:
+                v = w
+        self.vsv[e] = v
+
+    cdef inline int _fsingle(self, Py_ssize_t e, bint sv) noexcept nogil:
+        """Most violating single variable of e (fast path; from bounds if stale), or -1."""
+        cdef Ext* x = &self.ext[e]
+        cdef double vu = -INFINITY, vd = -INFINITY
+        cdef int au = x.aupsv if sv else x.aup
+        if au >= 0:
+            vu = -x.sig - (x.hupsv if sv else x.hup)
+        if x.adn >= 0:
+            vd = x.sig + x.hdn
+        if vu > 0 and vu >= vd:
+            return au
+        if vd > 0:
+            return x.adn
+        return -1
+
+    cdef inline int _fbest(self, Py_ssize_t e, bint sv, int* q) noexcept nogil:
+        """First slot of e's best move and, when it is a pair of the slack group, the second.
+
+        S2DO's rule, on an exact (not stale) pattern: the pair (adn, aall) when
+        its violation beats every single variable, else the most violating
+        single variable; ``q`` is -1 for a single variable.
+        """
+        cdef Ext* x = &self.ext[e]
+        cdef double vu = -INFINITY, vd = -INFINITY, v = 0.0
+        cdef int au = x.aupsv if sv else x.aup, a2 = x.aallsv if sv else x.aall, p = -1
+        if au >= 0:
+            vu = -x.sig - (x.hupsv if sv else x.hup)
+        if x.adn >= 0:
+            vd = x.sig + x.hdn
+        if vu > 0 and vu >= vd:
+            p = au
+            v = vu
+        elif vd > 0:
+            p = x.adn
+            v = vd
+        q[0] = -1
+        if self.max_loss and x.adn >= 0 and a2 >= 0 and a2 != x.adn and \
+                x.hdn - (x.hallsv if sv else x.hall) > v:
+            q[0] = a2
+            return x.adn
+        return p
+
+    cdef inline void _refresh(self, Py_ssize_t e) noexcept nogil:
+        """Exact violations of e, whichever path."""
+        if self.fast:
+            self._rescan(e)
+        else:
+            self._scan(e)
+
+    cdef inline void _exact(self, Py_ssize_t e) noexcept nogil:
+        """Make the cached violations of e exact (fast path: rescan if stale)."""
+        if self.fast and self.ext[e].stale:
+            self._rescan(e)
+
+    cdef Py_ssize_t _argmax(self, const double* v) noexcept nogil:
+        """Slot of the largest violation > tol, or -1, in one pass.
+
+        A stale value is an upper bound: it is made exact (rescanned) only
+        when it would lead the running maximum, so the maximum found is exact.
+        """
+        cdef Py_ssize_t e, best_e = -1
+        cdef double best = self.tol
+        cdef bint fast = self.fast
+        for e in range(self.n_sp):
+            if v[e] > best:
+                if fast and self.ext[e].stale:
+                    self._rescan(e)
+                    if not v[e] > best:
+                        continue
+                best = v[e]
+                best_e = e
+        self.work_units += self.n_sp
+        return best_e
+
     cdef Py_ssize_t _insert(self, Py_ssize_t b) noexcept nogil:
         """Put pattern b of the batch in a new last slot: features, row, gradient.
 
@@ -888,7 +1181,7 @@ cdef class OnlineState:
         cdef Py_ssize_t t = self.n_sp, g = self.bgid[b], k, c, Q = self.Q, P = self.P, nnz
         cdef Py_ssize_t y = self.by[b], r
         cdef int one = 1, nq, nt
-        cdef double alpha1 = 1.0, beta0 = 0.0, v
+        cdef double alpha1 = 1.0, beta0 = 0.0, v, sq
         cdef char trans = b'N'
         cdef double* row
         if not self._reserve(t + 1):
@@ -930,7 +1223,8 @@ cdef class OnlineState:
         row = self._row(t)
         if row == NULL:
             return -1
-        # F = Σ_s k(x, x_s) β̄_s over the other slots, then g_p = ν̄_{y,p}·F − γ_{y,p}.
+        # Uncentred scores F = Σ_s k(x, x_s) β_s over the other slots (its own α is 0),
+        # then g_p = ν_{y,p}·F − mean_c(ν_{y,p})·S − γ_{y,p} with S = Σ_c F (S2DO's formula).
         for c in range(Q):
             self.Fq[c] = 0.0
         if t > 0:
@@ -938,13 +1232,23 @@ cdef class OnlineState:
             nt = <int> t
             dgemv(&trans, &nq, &nt, &alpha1, self.B, &nq, row, &one, &beta0, self.Fq, &one)
             self.work_units += 0.5 * t * Q
+        sq = 0.0
+        for c in range(Q):
+            sq += self.Fq[c]
+        if self.fast:
+            memcpy(self.F + t * Q, self.Fq, Q * sizeof(double))
+            self.S[t] = sq
+            self._rescan(t)
+            return t
         for k in range(P):
             if not self.act[y, k]:
                 self.G[t * P + k] = 0.0
                 continue
             v = -self.gam[y, k]
-            for c in range(Q):
-                v += self.nubar[y, k, c] * self.Fq[c]
+            for c in range(self.nzc[y * P + k]):
+                v += self.nzval[(y * P + k) * Q + c] * self.Fq[self.nzcol[(y * P + k) * Q + c]]
+            if self.centred:
+                v -= self.numean[y * P + k] * sq
             self.G[t * P + k] = v
         self._scan(t)
         return t
@@ -987,7 +1291,12 @@ cdef class OnlineState:
             self.pool_live -= self.nz[t]
         if t != L:
             memcpy(self.A + t * P, self.A + L * P, P * sizeof(double))
-            memcpy(self.G + t * P, self.G + L * P, P * sizeof(double))
+            if self.fast:
+                memcpy(self.F + t * Q, self.F + L * Q, Q * sizeof(double))
+                self.S[t] = self.S[L]
+                self.ext[t] = self.ext[L]
+            else:
+                memcpy(self.G + t * P, self.G + L * P, P * sizeof(double))
             memcpy(self.B + t * Q, self.B + L * Q, Q * sizeof(double))
             memcpy(self.GS + t * self.R, self.GS + L * self.R, self.R * sizeof(double))
             self.gid[t] = self.gid[L]
@@ -1053,7 +1362,7 @@ cdef class OnlineState:
                 continue
             if sv_only and not self.A[i * P + s] > 0:
                 continue
-            g2 = self.G[i * P + s]
+            g2 = self._g(i, s)
             if g2 == 0:
                 continue
             r2 = self.slk[y, s]
@@ -1076,19 +1385,30 @@ cdef class OnlineState:
     cdef void _second_all(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
                           const double* Ki, bint sv_only, double* best, Py_ssize_t* k,
                           Py_ssize_t* q) noexcept nogil:
-        """Best-gain partner of (i, p) among every other pattern's best single violator."""
+        """Best-gain partner of (i, p) among every other pattern's best single violator.
+
+        A stale pattern's candidate comes from bounds: it is kept only if its
+        exact gradient shows it can really move (as S2DO does).
+        """
         cdef Py_ssize_t e, ye, s, P = self.P, n = self.n_sp, yi = self.lab[i]
-        cdef double g2, h12, h22, gn, shift = self.shift
+        cdef int r2
+        cdef double g2, h12, h22, gn, shift = self.shift, lim = self.C - self.eps_cap
         cdef const double* Mrow = &self.M[yi * P + p, 0]
         cdef const int* cand = self.bssv if sv_only else self.bs
+        cdef bint check = self.fast
         for e in range(n):
             if e == i:
                 continue
-            s = cand[e]
+            s = self._fsingle(e, sv_only) if check else cand[e]
             if s < 0:
                 continue
             ye = self.lab[e]
-            g2 = self.G[e * P + s]
+            g2 = self._g(e, s)
+            if check and self.ext[e].stale:
+                r2 = self.slk[ye, s]
+                if not ((g2 < 0 and (r2 < 0 or self.GS[e * self.R + r2] < lim))
+                        or (g2 > 0 and self.A[e * P + s] > 0)):
+                    continue
             h22 = self.Mdiag[ye, s] * (self.kd[e] + shift)
             h12 = Mrow[ye * P + s] * Ki[e]
             gn = _gain(g1, g2, h11, h12, h22)
@@ -1106,18 +1426,15 @@ cdef class OnlineState:
         tentative new pattern, handled by the caller), or -1.  Returns 1 when
         α changed, 0 when the optimal step is zero, -1 when out of memory.
         """
-        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, yi = self.lab[i], yk, e, s, ye
+        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, yi = self.lab[i], yk
         cdef Py_ssize_t n = self.n_sp, hi, lo
         cdef double* Ki
         cdef double* Kk = NULL
         cdef double g1, g2 = 0.0, h11, h12 = 0.0, h22 = 1.0, a1, a2 = 0.0, l1, u1, l2 = 0.0
         cdef double u2 = 0.0, tcap = 0.0, mu1 = 0.0, mu2 = 0.0, n1, n2, others, d1, d2
-        cdef double c1, c2, kv1, kv2, shift = self.shift, Kii
+        cdef double shift = self.shift, Kii
         cdef int r1, r2 = -1
         cdef bint tri = False, single = k < 0
-        cdef const double* M1
-        cdef const double* M2
-        cdef double* Ge
         Ki = self._row(i)
         if Ki == NULL:
             return -1
@@ -1125,10 +1442,10 @@ cdef class OnlineState:
             Kk = self._row(k)
             if Kk == NULL:
                 return -1
-            Ki = self.rptr[self.srec[i]]   # still valid (pinned), re-read after the call
+            Ki = self.rptr[self.srec[i]]   # still valid (pinned)
         Kii = self.kd[i] + shift
         r1 = self.slk[yi, p]
-        g1 = self.G[i * P + p]
+        g1 = self._g(i, p)
         h11 = self.Mdiag[yi, p] * Kii
         a1 = self.A[i * P + p]
         l1 = -a1
@@ -1144,7 +1461,7 @@ cdef class OnlineState:
             yk = self.lab[k]
             r2 = self.slk[yk, q]
             a2 = self.A[k * P + q]
-            g2 = self.G[k * P + q]
+            g2 = self._g(k, q)
             h22 = self.Mdiag[yk, q] * (self.kd[k] + shift)
             h12 = self.M[yi * P + p, yk * P + q] * (Kii if k == i else Ki[k])
             l2 = -a2
@@ -1198,25 +1515,87 @@ cdef class OnlineState:
         self.A[i * P + p] = n1
         if r1 >= 0:
             self.GS[i * R + r1] += d1
-        for e in range(Q):
-            self.B[i * Q + e] += d1 * self.nubar[yi, p, e]
         if not single:
-            yk = self.lab[k]
             self.A[k * P + q] = n2
             if r2 >= 0:
                 self.GS[k * R + r2] += d2
-            for e in range(Q):
-                self.B[k * Q + e] += d2 * self.nubar[yk, q, e]
         if r1 >= 0:
             self._fix_group(i, r1)
         if not single and r2 >= 0:
             self._fix_group(k, r2)
-
-        # Gradients of every support pattern (and their cached violations).
-        M1 = &self.M[yi * P + p, 0]
-        M2 = &self.M[self.lab[k] * P + q, 0]
         if Kk == NULL:
             Kk = Ki
+        if self.fast:
+            self._fast_pass(i, p, d1, k, q, d2, Ki, Kk)
+        else:
+            self._generic_pass(i, p, d1, k, q, d2, Ki, Kk)
+        self.n_steps += 1
+        self.pass_steps += 1
+        # Patterns whose α row became zero leave (the larger slot first).
+        hi = i if i > k else k
+        lo = k if i > k else i
+        if hi != keep and self._is_zero(hi):
+            self._remove(hi)
+        if lo != hi and lo != keep and self._is_zero(lo):
+            self._remove(lo)
+        return 1
+
+    cdef int _collect(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
+                      Py_ssize_t q, double d2, double* dS0, double* dS1) noexcept nogil:
+        """Columns where β changes (uncentred ν non-zeros) with the deltas of rows i and k.
+
+        Updates B; returns the number of columns in ``pcol`` (deltas in
+        ``pw0`` for row i and ``pw1`` for row k; both in pw0 when k == i).
+        """
+        cdef Py_ssize_t Q = self.Q, P = self.P, base, row
+        cdef int j, t, c, u, at, nc = 0
+        cdef double v, dv
+        cdef double* w
+        dS0[0] = 0.0
+        dS1[0] = 0.0
+        for t in range(2):
+            if t == 0:
+                base = (self.lab[i] * P + p) * Q
+                v = d1
+            else:
+                base = (self.lab[k] * P + q) * Q
+                v = d2
+            if v == 0:
+                continue
+            row = i if (t == 0 or k == i) else k
+            w = self.pw0 if row == i else self.pw1
+            for j in range(self.nzc[base // Q]):
+                c = self.nzcol[base + j]
+                dv = v * self.nzval[base + j]
+                self.B[row * Q + c] += dv
+                if row == i:
+                    dS0[0] += dv
+                else:
+                    dS1[0] += dv
+                at = -1
+                for u in range(nc):
+                    if self.pcol[u] == c:
+                        at = u
+                        break
+                if at < 0:
+                    at = nc
+                    self.pcol[nc] = c
+                    self.pw0[nc] = 0.0
+                    self.pw1[nc] = 0.0
+                    nc += 1
+                w[at] += dv
+        return nc
+
+    cdef void _generic_pass(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
+                            Py_ssize_t q, double d2, const double* Ki,
+                            const double* Kk) noexcept nogil:
+        """G += (M row of (i,p)) d1 k' + (M row of (k,q)) d2 k' for every slot; rescan all."""
+        cdef Py_ssize_t e, s, ye, n = self.n_sp, P = self.P
+        cdef double kv1, kv2, c1, c2, shift = self.shift, dS0, dS1
+        cdef const double* M1 = &self.M[self.lab[i] * P + p, 0]
+        cdef const double* M2 = &self.M[self.lab[k] * P + q, 0]
+        cdef double* Ge
+        self._collect(i, p, d1, k, q, d2, &dS0, &dS1)
         for e in range(n):
             kv1 = Ki[e]
             kv2 = Kk[e]
@@ -1232,16 +1611,112 @@ cdef class OnlineState:
                 Ge[s] += c1 * M1[ye + s] + c2 * M2[ye + s]
             self._scan(e)
         self.work_units += 2.0 * n * P
-        self.n_steps += 1
-        self.pass_steps += 1
-        # Patterns whose α row became zero leave (the larger slot first).
-        hi = i if i > k else k
-        lo = k if i > k else i
-        if hi != keep and self._is_zero(hi):
-            self._remove(hi)
-        if lo != hi and lo != keep and self._is_zero(lo):
-            self._remove(lo)
-        return 1
+
+    cdef void _fast_pass(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
+                         Py_ssize_t q, double d2, const double* Ki,
+                         const double* Kk) noexcept nogil:
+        """F and S of every slot on the changed columns, σ, and the extremes of h.
+
+        The patterns of the step are rescanned; for the others only the
+        changed slots are compared with the cached extremes, and an extreme
+        whose slot moved away is kept as a bound (the pattern is *stale*,
+        rescanned when it matters) -- S2DO's fast path.
+        """
+        cdef Py_ssize_t e, y, n = self.n_sp, P = self.P, Q = self.Q, R = self.R
+        cdef int j, nc, s, r, au, ad, aa, ausv, aasv
+        cdef double dS0, dS1, k0, k1, h, hu, hd, ha, husv, hasv, a
+        cdef double shift = self.shift, lim = self.C - self.eps_cap
+        cdef bint dirty, centred = self.centred, max_loss = self.max_loss, canup, rescan_all
+        cdef double* Fe
+        cdef const double* gm
+        cdef const int* sl
+        nc = self._collect(i, p, d1, k, q, d2, &dS0, &dS1)
+        rescan_all = 2 * nc > P
+        for e in range(n):
+            k0 = Ki[e]
+            k1 = Kk[e]
+            if e == i:
+                k0 = k0 + shift
+            if e == k:
+                k1 = k1 + shift
+            Fe = self.F + e * Q
+            if k == i:
+                for j in range(nc):
+                    Fe[self.pcol[j]] += self.pw0[j] * k0
+                if centred:
+                    self.S[e] += dS0 * k0
+            else:
+                for j in range(nc):
+                    Fe[self.pcol[j]] += self.pw0[j] * k0 + self.pw1[j] * k1
+                if centred:
+                    self.S[e] += dS0 * k0 + dS1 * k1
+            if e == i or e == k or rescan_all:
+                self._rescan(e)
+                continue
+            self._sigma(e)
+            y = self.lab[e]
+            gm = &self.gam[y, 0]
+            sl = self.pslk + y * P
+            dirty = self.ext[e].stale
+            hu = self.ext[e].hup
+            hd = self.ext[e].hdn
+            ha = self.ext[e].hall
+            husv = self.ext[e].hupsv
+            hasv = self.ext[e].hallsv
+            au = self.ext[e].aup
+            ad = self.ext[e].adn
+            aa = self.ext[e].aall
+            ausv = self.ext[e].aupsv
+            aasv = self.ext[e].aallsv
+            for j in range(nc):
+                s = self.pcol[j]
+                if not self.act[y, s]:
+                    continue
+                h = -Fe[s] - gm[s]
+                r = sl[s]
+                canup = r < 0 or self.GS[e * R + r] < lim
+                a = self.A[e * P + s]
+                if canup:
+                    if h < hu:
+                        hu = h
+                        au = s
+                    elif au == s:
+                        dirty = True
+                if h < ha:
+                    ha = h
+                    aa = s
+                elif aa == s:
+                    dirty = True
+                if a > 0:
+                    if h > hd:
+                        hd = h
+                        ad = s
+                    elif ad == s:
+                        dirty = True
+                    if canup:
+                        if h < husv:
+                            husv = h
+                            ausv = s
+                        elif ausv == s:
+                            dirty = True
+                    if h < hasv:
+                        hasv = h
+                        aasv = s
+                    elif aasv == s:
+                        dirty = True
+            self.ext[e].hup = hu
+            self.ext[e].hdn = hd
+            self.ext[e].hall = ha
+            self.ext[e].hupsv = husv
+            self.ext[e].hallsv = hasv
+            self.ext[e].aup = au
+            self.ext[e].adn = ad
+            self.ext[e].aall = aa
+            self.ext[e].aupsv = ausv
+            self.ext[e].aallsv = aasv
+            self.ext[e].stale = dirty
+            self._fviol(e)
+        self.work_units += n * (6.0 + 3.0 * nc)
 
     cdef void _fix_group(self, Py_ssize_t e, int r) noexcept nogil:
         """Recompute a slack-group sum from its members (no drift at the bound)."""
@@ -1260,12 +1735,18 @@ cdef class OnlineState:
         optimal step is zero), -1 when out of memory.
         """
         cdef Py_ssize_t p, k = -1, q = -1
-        cdef double v = self.vsv[i] if sv_only else self.viol[i]
+        cdef int qi = -1
+        cdef double v
         cdef double g1, h11, best = -1.0
         cdef double* Ki
+        self._exact(i)
+        v = self.vsv[i] if sv_only else self.viol[i]
         if v <= self.tol:
             return 0
-        if sv_only:
+        if self.fast:
+            p = self._fbest(i, sv_only, &qi)
+            q = qi
+        elif sv_only:
             p = self.ppsv[i]
             q = self.pqsv[i]
             if p < 0:
@@ -1280,7 +1761,7 @@ cdef class OnlineState:
         if q >= 0:
             # §5.2.1: the pair of one slack group is the working set.
             return self._step(i, p, i, q, keep)
-        g1 = self.G[i * self.P + p]
+        g1 = self._g(i, p)
         h11 = self.Mdiag[self.lab[i], p] * (self.kd[i] + self.shift)
         self._second_in_pattern(i, p, g1, h11, sv_only, &best, &k, &q)
         if not same_pattern and self.n_sp > 1:
@@ -1292,17 +1773,11 @@ cdef class OnlineState:
 
     cdef int _old_step(self, int kind) noexcept nogil:
         """One TWO_OLD (kind 1) or TWO_OLD_SUPPORTS (kind 2) step by the strategy."""
-        cdef Py_ssize_t e, i = -1, n = self.n_sp
-        cdef double best = self.tol
-        cdef const double* v = self.vsv if kind == TWO_OLD_SUPPORTS else self.viol
+        cdef Py_ssize_t i, n = self.n_sp
         if n == 0:
             return 0
         if self.strategy == S2DO_ALL:
-            for e in range(n):
-                if v[e] > best:
-                    best = v[e]
-                    i = e
-            self.work_units += n
+            i = self._argmax(self.vsv if kind == TWO_OLD_SUPPORTS else self.viol)
             if i < 0:
                 return 0
         else:
@@ -1465,16 +1940,17 @@ cdef class OnlineState:
 
     # ================================================================ Python views
     def max_violation(self):
-        """Largest cached violation over the support patterns (0 when there are none)."""
+        """Largest KKT violation over the support patterns (exact; 0 when there are none)."""
         cdef Py_ssize_t e
         cdef double v = 0.0
         for e in range(self.n_sp):
+            self._exact(e)
             if self.viol[e] > v:
                 v = self.viol[e]
         return v
 
     def support(self):
-        """(gid, label, α, β̄) of the support patterns, slot order (copies)."""
+        """(gid, label, α, β) of the support patterns, slot order (copies; β uncentred)."""
         cdef Py_ssize_t n = self.n_sp
         gids = np.array(<Py_ssize_t[:n]> self.gid, dtype=np.intp) if n else np.zeros(0, np.intp)
         labels = np.array(<int[:n]> self.lab, dtype=np.intp) if n else np.zeros(0, np.intp)
@@ -1485,11 +1961,25 @@ cdef class OnlineState:
         return gids, labels, alpha, beta
 
     def gradients(self):
-        """Stored gradients of the support patterns, (n_sp, P) (a copy)."""
+        """Gradients ∂J/∂α of the support patterns, (n_sp, P) (a copy; 0 on inactive slots)."""
+        cdef Py_ssize_t n = self.n_sp, e, k
+        out = np.zeros((n, self.P))
+        cdef double[:, ::1] o = out
+        for e in range(n):
+            for k in range(self.P):
+                if self.act[self.lab[e], k]:
+                    o[e, k] = self._g(e, k)
+        return out
+
+    def scores(self):
+        """(F, S): uncentred scores K'β of the support patterns and their row sums (fast path)."""
         cdef Py_ssize_t n = self.n_sp
+        if not self.fast:
+            return None, None
         if n == 0:
-            return np.zeros((0, self.P))
-        return np.array(<double[:n * self.P]> self.G).reshape(n, self.P)
+            return np.zeros((0, self.Q)), np.zeros(0)
+        return (np.array(<double[:n * self.Q]> self.F).reshape(n, self.Q),
+                np.array(<double[:n]> self.S))
 
     def features(self):
         """Features of the support patterns, slot order: dense (n_sp, d) or CSR parts."""
@@ -1539,9 +2029,10 @@ cdef class OnlineState:
     def export(self):
         """Everything needed to rebuild the state (the cache is not kept)."""
         gids, labels, alpha, beta = self.support()
+        F, S = self.scores()
         out = {
             "gids": gids, "labels": labels, "alpha": alpha, "beta": beta,
-            "G": self.gradients(), "features": self.features(),
+            "G": self.gradients(), "F": F, "S": S, "features": self.features(),
             "kd": np.array(<double[:self.n_sp]> self.kd) if self.n_sp else np.zeros(0),
             "sq": np.array(<double[:self.n_sp]> self.sq) if self.n_sp else np.zeros(0),
             "l1": np.array(<double[:self.n_sp]> self.l1) if self.n_sp else np.zeros(0),
@@ -1567,6 +2058,11 @@ cdef class OnlineState:
         alpha = np.ascontiguousarray(state["alpha"], dtype=np.float64).reshape(n, P)
         beta = np.ascontiguousarray(state["beta"], dtype=np.float64).reshape(n, Q)
         G = np.ascontiguousarray(state["G"], dtype=np.float64).reshape(n, P)
+        if self.fast:
+            if state.get("F") is None:
+                raise ValueError("restore(): the fast path needs the scores F and S")
+            F = np.ascontiguousarray(state["F"], dtype=np.float64).reshape(n, Q)
+            S = np.ascontiguousarray(state["S"], dtype=np.float64).reshape(n)
         feats = state["features"]
         if self.layout == SPARSE:
             data, indices, indptr = feats
@@ -1581,9 +2077,14 @@ cdef class OnlineState:
             self.srec[s] = -1
             for k in range(P):
                 self.A[s * P + k] = alpha[s, k]
-                self.G[s * P + k] = G[s, k]
+                if not self.fast:
+                    self.G[s * P + k] = G[s, k]
             for c in range(Q):
                 self.B[s * Q + c] = beta[s, c]
+                if self.fast:
+                    self.F[s * Q + c] = F[s, c]
+            if self.fast:
+                self.S[s] = S[s]
             for r in range(R):
                 self.GS[s * R + r] = 0.0
             for k in range(P):
@@ -1604,7 +2105,8 @@ cdef class OnlineState:
             if self.n_gid > 0:
                 self.gid_slot[self.gid[s]] = s
             self.n_sp = s + 1
-            self._scan(s)
+        for s in range(n):
+            self._refresh(s)
         self.rng = <unsigned long long> state["rng"]
         for k in range(N_STEP_TYPES):
             self.rate[k] = state["rates"][k]

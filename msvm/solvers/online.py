@@ -89,8 +89,16 @@ def _seed(rng: np.random.RandomState) -> int:
 
 
 # ----------------------------------------------------------------- tables
-def machine_tables(machine: Machine) -> dict:
-    """The machine's arrays in the layout :class:`~msvm._core._online.OnlineState` reads."""
+def machine_tables(machine: Machine, fast: bool = True) -> dict:
+    """The machine's arrays in the layout :class:`~msvm._core._online.OnlineState` reads.
+
+    ``M`` (QP, QP), its diagonal, γ, the active slots, the slack groups and
+    their sizes, ν̄ (centred), the non-zeros of the uncentred ν with
+    mean_c ν for sum-to-zero machines (S2DO's gradient from uncentred
+    scores), and, when the machine has the structure S2DO's fast path needs
+    (ν_{y,s,·} = u_y − e_s, slot s ↔ class s, singleton or all-slot slack
+    groups: WW, CS, LLW, M-SVM²) and ``fast`` is true, its tables.
+    """
     Q, P = machine.n_classes, machine.n_slots
     nubar = np.ascontiguousarray(machine.nu_centered * machine.active[:, :, None])
     M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P)
@@ -105,6 +113,16 @@ def machine_tables(machine: Machine) -> dict:
                 group_size[y, slack[y, p]] += 1
     if np.any((group_size > 1).sum(axis=1) > 1):
         raise ValueError("The online solver handles at most one shared slack group per class.")
+    nu = machine.nu * machine.active[:, :, None]
+    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
+    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
+    nz_val = np.zeros((Q, P, Q))
+    for y in range(Q):
+        for p in range(P):
+            cols = np.flatnonzero(nu[y, p])
+            nz_col[y, p, : len(cols)] = cols
+            nz_val[y, p, : len(cols)] = nu[y, p, cols]
+    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
     return dict(
         M=np.ascontiguousarray(M),
         Mdiag=np.ascontiguousarray(np.diagonal(M).reshape(Q, P)),
@@ -113,7 +131,44 @@ def machine_tables(machine: Machine) -> dict:
         slack=np.ascontiguousarray(slack),
         group_size=group_size,
         nubar=nubar,
+        nz_count=nz_count,
+        nz_col=nz_col,
+        nz_val=nz_val,
+        nu_mean=np.ascontiguousarray(nu_mean),
+        fast=_fast_tables(machine, group_size) if fast else None,
+        centred=bool(machine.sum_to_zero),
     )
+
+
+def _fast_tables(machine: Machine, group_size: np.ndarray):
+    """S2DO's fast-path tables (u_y, κ_y), or None when the machine lacks the structure."""
+    Q, P = machine.n_classes, machine.n_slots
+    if P != Q:
+        return None
+    nu = machine.nu * machine.active[:, :, None]
+    eye = np.eye(Q)
+    u = np.zeros((Q, Q))
+    for y in range(Q):
+        slots = np.flatnonzero(machine.active[y])
+        if len(slots) == 0:
+            continue
+        rows = nu[y, slots] + eye[slots]
+        if not np.allclose(rows, rows[0], rtol=0, atol=1e-15):
+            return None
+        u[y] = rows[0]
+    if np.any(group_size > 1):
+        n_active = machine.active.sum(axis=1)
+        if group_size.shape[1] != 1 or np.any(group_size[:, 0] != n_active):
+            return None
+    u_cnt = np.count_nonzero(u, axis=1).astype(np.int32)
+    u_col = np.zeros((Q, Q), dtype=np.int32)
+    u_val = np.zeros((Q, Q))
+    for y in range(Q):
+        cols = np.flatnonzero(u[y])
+        u_col[y, : len(cols)] = cols
+        u_val[y, : len(cols)] = u[y, cols]
+    kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
+    return dict(u_cnt=u_cnt, u_col=u_col, u_val=u_val, kappa=np.ascontiguousarray(kappa))
 
 
 def _layout(kernel: Kernel):
@@ -174,7 +229,7 @@ def batch_arrays(X, kernel_name: str, gamma: float, degree: float, coef0: float,
 
 def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kernel_name: str,
               gamma: float, degree: float, coef0: float, gram, n_gid: int, tol: float,
-              strategy: int, cache_size: float, seed: int, kcost: float):
+              strategy: int, cache_size: float, seed: int, kcost: float, fast: bool = True):
     """An empty :class:`~msvm._core._online.OnlineState` for ``machine`` at ``C``."""
     from msvm._core._online import OnlineState
 
@@ -184,7 +239,7 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
         float(gamma), float(degree), float(coef0), gram, int(n_gid),
         C=float(upper), shift=float(machine.kernel_shift(C)), tol=float(tol),
         strategy=int(strategy), budget_mb=float(cache_size), seed=int(seed), kcost=float(kcost),
-        **machine_tables(machine),
+        **machine_tables(machine, fast),
     )
 
 
@@ -222,7 +277,8 @@ def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, online_strategy: str = DEFAULT_STRATEGY, epochs=1,
           random_state=None, trace: float | None = None, test_set=None,
-          blas_threads: int | None = 1, keep_state: bool = False) -> DualSolution:
+          blas_threads: int | None = 1, keep_state: bool = False,
+          fast: bool = True) -> DualSolution:
     """Solve the bias-free dual with the online solver.
 
     Parameters
@@ -260,6 +316,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     blas_threads : int or None
         BLAS threads while the loop runs (default 1, as S2DO: kernel rows are
         small products).
+    fast : bool
+        Use S2DO's structured bookkeeping (uncentred scores, cached extremes
+        with lazy rescans; O(n_sp · changed classes) per step) when the
+        machine allows it (WW, CS, LLW, M-SVM²); ``False`` forces the generic
+        bookkeeping (stored gradients, O(n_sp · P) per step) used for the
+        other machines.  The iterates are the same up to round-off.
     keep_state : bool
         Put the solver's final state (support patterns, their gradients, the
         scheduler) in ``info["online_state"]`` so that a stream can continue
@@ -299,7 +361,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
         degree=kernel.degree, coef0=kernel.coef0, gram=gram, n_gid=m, tol=tol,
         strategy=strategy, cache_size=cache_size, seed=_seed(rng),
-        kcost=_kcost(layout, kernel.X if layout != _GRAM else None),
+        kcost=_kcost(layout, kernel.X if layout != _GRAM else None), fast=bool(fast),
     )
     arrays = batch_arrays(None if layout == _GRAM else kernel.X, kernel.name, kernel.gamma,
                           kernel.degree, kernel.coef0, gram)
@@ -481,13 +543,17 @@ class OnlineStream:
                      random_state=random_state)
         labels = np.asarray(labels, dtype=np.intp)
         alpha = np.ascontiguousarray(alpha, dtype=np.float64)
-        nubar = machine.nu_centered * machine.active[:, :, None]
-        beta = np.einsum("ip,ipc->ic", alpha, nubar[labels])
+        nu = machine.nu * machine.active[:, :, None]
+        beta = np.einsum("ip,ipc->ic", alpha, nu[labels])  # uncentred, as the state keeps it
         arrays = batch_arrays(features, kernel, gamma, degree, coef0)
-        F = Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features) @ beta
-        F += machine.kernel_shift(C) * beta
+        K = Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features)
+        F = K @ beta + machine.kernel_shift(C) * beta  # uncentred scores K'β
+        S = F.sum(axis=1)
+        nubar = machine.nu_centered * machine.active[:, :, None]
+        Fbar = F - S[:, None] / machine.n_classes if machine.sum_to_zero else F
         gam = np.where(machine.active, machine.gamma, 0.0)[labels]
-        G = np.where(machine.active[labels], np.einsum("ipc,ic->ip", nubar[labels], F) - gam, 0.0)
+        G = np.where(machine.active[labels], np.einsum("ipc,ic->ip", nubar[labels], Fbar) - gam,
+                     0.0)
         n = len(labels)
         if sparse:
             csr = sp.csr_matrix(features, dtype=np.float64)
@@ -497,8 +563,9 @@ class OnlineStream:
         exported = stream.state.export()
         exported.update(
             gids=np.asarray(gids, dtype=np.intp), labels=labels, alpha=alpha, beta=beta, G=G,
-            features=feats, kd=arrays["kdiag"], sq=arrays["sqnorm"], l1=arrays["l1norm"],
-            J=float(0.5 * np.sum(beta * F) - np.sum(gam * alpha)),
+            F=F, S=S, features=feats, kd=arrays["kdiag"], sq=arrays["sqnorm"],
+            l1=arrays["l1norm"], J=float(0.5 * np.sum(np.einsum("ip,ip->", alpha, G + gam))
+                                         - np.sum(gam * alpha)),
             n_kernel_evaluations=n * n,
         )
         stream.state = stream._new(_seed(stream.rng))
