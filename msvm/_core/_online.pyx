@@ -325,6 +325,8 @@ cdef class OnlineState:
     cdef readonly long long pass_steps
     cdef long long nstep_type[3]
     cdef long long natomic_type[3]
+    cdef double time_type[3]      # wall-clock seconds spent in each step type (diagnostics)
+    cdef double work_type[3]      # work units charged to each step type
     cdef readonly long long n_inserted, n_removed, n_new_skipped, n_finish_steps
     cdef readonly bint oom
     cdef double* Fq         # Q scratch
@@ -486,6 +488,8 @@ cdef class OnlineState:
             self.mult[g] = 1 if g == TWO_NEWS else <int> self.Q
             self.nstep_type[g] = 0
             self.natomic_type[g] = 0
+            self.time_type[g] = 0.0
+            self.work_type[g] = 0.0
         self.rhead = -1
         self.rtail = -1
         self.rec_free = -1
@@ -1829,8 +1833,10 @@ cdef class OnlineState:
             u -= w[t]
         return N_STEP_TYPES - 1
 
-    cdef void _rate(self, int t, double J0, double W0) noexcept nogil:
+    cdef void _rate(self, int t, double J0, double W0, double T0) noexcept nogil:
         cdef double dw = self.work_units - W0
+        self.time_type[t] += _now() - T0
+        self.work_type[t] += dw
         if dw < 1.0:
             dw = 1.0
         self.rate[t] = self.beta * (J0 - self.J) / dw + (1.0 - self.beta) * self.rate[t]
@@ -1870,7 +1876,7 @@ cdef class OnlineState:
         """
         cdef int status = DONE, t, res = 0
         cdef long long start_steps = self.n_steps, k
-        cdef double t0, J0, W0
+        cdef double t0, J0, W0, T0
         with nogil:
             t0 = _now()
             while self.pos < self.n_order:
@@ -1879,11 +1885,12 @@ cdef class OnlineState:
                     break
                 J0 = self.J
                 W0 = self.work_units
+                T0 = _now()
                 res = self._two_news(self.order[self.pos])
                 if res < 0:
                     break
                 self.nstep_type[TWO_NEWS] += res
-                self._rate(TWO_NEWS, J0, W0)
+                self._rate(TWO_NEWS, J0, W0, T0)
                 self.pos += 1
                 while True:
                     t = self._draw()
@@ -1891,6 +1898,7 @@ cdef class OnlineState:
                         break
                     J0 = self.J
                     W0 = self.work_units
+                    T0 = _now()
                     for k in range(self.mult[t]):
                         res = self._old_step(t)
                         if res < 0:
@@ -1898,7 +1906,7 @@ cdef class OnlineState:
                         self.nstep_type[t] += res
                     if res < 0:
                         break
-                    self._rate(t, J0, W0)
+                    self._rate(t, J0, W0, T0)
                     if self.n_steps - start_steps >= max_steps:
                         break
                 if res < 0:
@@ -2012,6 +2020,8 @@ cdef class OnlineState:
             "atomic_steps": {STEP_NAMES[t]: int(self.natomic_type[t])
                              for t in range(N_STEP_TYPES)},
             "rates": {STEP_NAMES[t]: float(self.rate[t]) for t in range(N_STEP_TYPES)},
+            "time_by_type": {STEP_NAMES[t]: float(self.time_type[t]) for t in range(N_STEP_TYPES)},
+            "work_by_type": {STEP_NAMES[t]: float(self.work_type[t]) for t in range(N_STEP_TYPES)},
             "n_support_patterns": int(self.n_sp),
             "n_inserted": int(self.n_inserted),
             "n_removed": int(self.n_removed),
