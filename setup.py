@@ -3,7 +3,7 @@
 Everything else (metadata, dependencies) lives in pyproject.toml.  BLAS is
 reached through ``scipy.linalg.cython_blas``, so no BLAS headers or link flags
 are needed here.  The kernel cache and S2DO are built with OpenMP when the
-compiler supports it (see ``_openmp_flags``).
+compiler supports it (see ``_openmp_flags``); the online solver gets S2DO's flags.
 """
 
 import os
@@ -58,6 +58,13 @@ extensions = [
     Extension(
         "msvm._core._s2do",
         ["msvm/_core/_s2do.pyx"],
+        include_dirs=[np.get_include()],
+        extra_compile_args=COMPILE_ARGS + OPENMP,
+        extra_link_args=OPENMP,
+    ),
+    Extension(
+        "msvm._core._online",
+        ["msvm/_core/_online.pyx"],
         include_dirs=[np.get_include()],
         extra_compile_args=COMPILE_ARGS + OPENMP,
         extra_link_args=OPENMP,

@@ -20,7 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils._available_if import available_if
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from msvm.diagnostics import diagnose
@@ -28,6 +29,7 @@ from msvm.kernels import KERNELS, Kernel, callable_block, resolve_gamma
 from msvm.machines import MACHINES, make_machine
 from msvm.problem import DualProblem
 from msvm.solvers import SOLVERS, get_solver, resolve_solver
+from msvm.solvers.online import OnlineStream, check_epochs, check_strategy
 
 __all__ = ["MultiClassSVC"]
 
@@ -37,6 +39,25 @@ _REFERENCE_SOLVERS = frozenset({"cvxpy", "osqp"})
 
 # Test rows whose kernel columns are computed at once in decision_function.
 _PREDICT_CHUNK = 2048
+
+#: Statuses that are not a failure to converge: the online solver stopped after
+#: the epochs it was asked for (an approximation by design).
+_EXPECTED_STATUSES = frozenset({"optimal", "epoch_limit"})
+
+
+def _partial_fit_available(estimator) -> bool:
+    """``partial_fit`` exists for bias-free machines with solver 'online' or 'auto'."""
+    if estimator.fit_intercept is not False:
+        raise AttributeError(
+            "partial_fit needs fit_intercept=False: the online solver it uses cannot keep "
+            "the equality constraints of the bias."
+        )
+    if estimator.solver not in ("auto", "online"):
+        raise AttributeError(
+            f"partial_fit uses the online solver; solver={estimator.solver!r} has no streaming "
+            "mode (use solver='online' or 'auto')."
+        )
+    return True
 
 
 def _is_number(value) -> bool:
@@ -90,8 +111,10 @@ default='rbf'
         the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`).
     solver : str, default='auto'
         ``'auto'`` or a key of :data:`msvm.solvers.SOLVERS`: the reference
-        QP solvers ``'cvxpy'`` (Clarabel, interior point) and ``'osqp'``, and
-        the decomposition solver ``'s2do'`` (bias-free machines only).
+        QP solvers ``'cvxpy'`` (Clarabel, interior point) and ``'osqp'``, the
+        decomposition solver ``'s2do'`` and the online LaRank-style solver
+        ``'online'`` (both bias-free machines only; see ``epochs`` and
+        ``online_strategy``).
         ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`
         (``'s2do'`` without a bias; with a bias ``'cvxpy'`` up to
         :data:`msvm.solvers.AUTO_REFERENCE_MAX_VARS` dual variables).  A
@@ -125,8 +148,25 @@ default='rbf'
         Print one progress line per stage of :meth:`fit`; ``verbose >= 2``
         also shows the solver's own log.
     random_state : int, RandomState instance or None, default=None
-        Seed of randomised solvers.  The reference solvers are
-        deterministic and ignore it.
+        Seed of randomised solvers (``'online'``: the visiting order, the
+        random patterns and the scheduler's draws; the same seed gives the
+        same model).  The reference solvers are deterministic and ignore it.
+    online_strategy : {'s2do_all', 'random_pattern_s2do_all', \
+'random_pattern_s2do_pattern'}, default='s2do_all'
+        Working-set strategy of the online solver's steps on old support
+        patterns (seed 004 §4.2.2): the first variable is the most violating
+        one over all support patterns (``'s2do_all'``) or the most violating
+        one of a random support pattern (``'random_pattern_...'``), the
+        second the best-gain partner over all support patterns (``..._all``)
+        or inside that pattern (``..._pattern``).  Used by ``solver='online'``
+        and :meth:`partial_fit`.
+    epochs : int or None, default=1
+        Passes of the online solver over the training set in :meth:`fit`:
+        1 is one online pass (a close approximation, status
+        ``'epoch_limit'``), ``None`` passes until every KKT violation is
+        ≤ ``tol`` (status ``'optimal'``, the same stopping rule as
+        ``'s2do'``).  :meth:`partial_fit` always makes one pass over its
+        chunk.
 
     Attributes
     ----------
@@ -163,7 +203,10 @@ default='rbf'
         ``dual_objective``, ``primal_objective``, ``duality_gap``,
         ``relative_gap``, ``kkt_violation``, ``kkt_residual`` (and its
         parts ``kkt_stationarity``, ``kkt_bounds``, ``kkt_equality``), ``b``,
-        ``b_method``, ``n_support``.
+        ``b_method``, ``n_support``.  After :meth:`partial_fit` the training
+        data is not kept, so only ``dual_objective`` (over every pattern fed
+        so far) and ``n_support`` are measured; the primal and KKT entries
+        are None.
 
     See Also
     --------
@@ -202,6 +245,8 @@ default='rbf'
         warm_start: bool = False,
         verbose=False,
         random_state=None,
+        online_strategy: str = "s2do_all",
+        epochs=1,
     ):
         self.model = model
         self.C = C
@@ -219,6 +264,8 @@ default='rbf'
         self.warm_start = warm_start
         self.verbose = verbose
         self.random_state = random_state
+        self.online_strategy = online_strategy
+        self.epochs = epochs
 
     # ------------------------------------------------------------ helpers
     def __sklearn_tags__(self):
@@ -282,6 +329,8 @@ default='rbf'
             )
         if not isinstance(self.warm_start, (bool, np.bool_)):
             raise ValueError(f"warm_start must be True or False, got {self.warm_start!r}.")
+        check_strategy(self.online_strategy)
+        check_epochs(self.epochs)
 
     def _solver_options(self, name: str, module, problem=None) -> dict:
         """Keyword arguments for ``module.solve``.
@@ -310,6 +359,12 @@ default='rbf'
             options["warm_start"] = previous
         if "random_state" in accepted:
             options["random_state"] = self.random_state
+        if "online_strategy" in accepted:
+            options["online_strategy"] = self.online_strategy
+        if "epochs" in accepted:
+            options["epochs"] = self.epochs
+        if "keep_state" in accepted and not self._precomputed and not callable(self.kernel):
+            options["keep_state"] = True
         return options
 
     # ---------------------------------------------------------------- fit
@@ -338,11 +393,27 @@ default='rbf'
             warnings.simplefilter("ignore", ConvergenceWarning)
             solution = module.solve(problem, **self._solver_options(solver_name, module, problem))
         self._warm_alpha = solution.alpha if self.warm_start else None
+        self._stream = None
+        self._fit_seed = None
+        exported = solution.info.pop("online_state", None)
+        if exported is not None:
+            # An online fit can be continued by partial_fit.
+            self._stream = OnlineStream.from_export(
+                exported, problem.machine, self.C, self.kernel, gamma_, self.degree,
+                self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
+                online_strategy=self.online_strategy, cache_size=self.cache_size,
+                random_state=self.random_state, n_seen=X.shape[0], time=solution.time)
         self._log(
             f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
             f"{solution.time:.3f} s"
         )
-        return self._set_fitted(X, classes, problem, solution, gamma_, start)
+        self._set_fitted(X, classes, problem, solution, gamma_, start)
+        if (self._stream is None and not self.fit_intercept and not self._precomputed
+                and not callable(self.kernel)):
+            # What partial_fit needs to continue this model (support vectors' labels and α).
+            self._fit_seed = (problem.y[self.support_], solution.alpha[self.support_],
+                              X.shape[0])
+        return self
 
     def _build_problem(self, X, y):
         """Validate (X, y) and the parameters; build the dual problem.
@@ -440,7 +511,7 @@ default='rbf'
             "n_kernel_evaluations": int(solution.n_kernel_evaluations),
             **diagnostics.as_dict(),
         }
-        if solution.status != "optimal":
+        if solution.status not in _EXPECTED_STATUSES:
             detail = solution.info.get("error") or solution.info.get("backend_status", "")
             warnings.warn(
                 f"Solver {solution.solver!r} did not converge (status {solution.status!r}"
@@ -451,6 +522,146 @@ default='rbf'
                 stacklevel=2,
             )
         return self
+
+    # -------------------------------------------------------- partial_fit
+    @available_if(_partial_fit_available)
+    def partial_fit(self, X, y, classes=None):
+        """Feed one chunk of a stream to the online solver (one pass, then forget it).
+
+        Every pattern of the chunk gets a TWO_NEWS step of the online solver
+        (``solver='online'``, seed 004 ch. 4-5) and its adaptive scheduler
+        spends the rest of its budget on the support patterns kept from the
+        earlier chunks; patterns that do not become support patterns are
+        forgotten, so memory stays bounded by the support patterns plus
+        ``cache_size``.  The patterns of a chunk are visited in a random
+        order (``random_state``), as :meth:`fit` visits the training set, so
+        one chunk holding the whole training set gives the model of
+        ``fit`` with ``solver='online', epochs=1`` and the same seed.
+
+        Available for bias-free machines (``fit_intercept=False``) with
+        ``solver='online'`` or ``'auto'``; the kernel must be one of the
+        named kernels (not ``'precomputed'`` or a callable).  ``gamma='scale'``
+        is resolved on the first chunk.  A fit with ``solver='online'`` can be
+        continued by ``partial_fit``; a fit by another solver cannot.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The chunk.
+        y : array-like of shape (n_samples,)
+            Its labels, all in ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every label of the stream.  Required on the first call, optional
+            (and then checked against ``classes_``) later.
+
+        Returns
+        -------
+        self : MultiClassSVC
+            The estimator, its fitted attributes describing the model so far:
+            ``support_`` indexes the patterns of the whole stream (counted
+            from 0 at the first call), ``n_iter_`` counts the steps of all
+            calls.
+        """
+        self._check_params()
+        if self._precomputed or callable(self.kernel):
+            raise ValueError(
+                "partial_fit streams feature vectors; kernel='precomputed' and callable "
+                "kernels need the whole training set (use fit)."
+            )
+        stream = getattr(self, "_stream", None)
+        if stream is None and getattr(self, "_fit_seed", None) is not None:
+            # Continue a fit by another solver from its support vectors and their α.
+            labels, alpha_sv, n_train = self._fit_seed
+            stream = OnlineStream.from_solution(
+                make_machine(self.model, len(self.classes_)), self.C, self.kernel, self.gamma_,
+                self.degree, self.coef0, self.support_vectors_, labels, alpha_sv, self.support_,
+                tol=self.tol, online_strategy=self.online_strategy, cache_size=self.cache_size,
+                random_state=self.random_state, n_seen=n_train)
+            self._stream = stream
+            self._fit_seed = None
+        first = stream is None
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_all_finite=True, reset=first)
+        check_classification_targets(y)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            known = unique_labels(classes)
+            if len(known) < 2:
+                raise ValueError(
+                    f"partial_fit needs at least 2 classes in classes=, got {len(known)}."
+                )
+        else:
+            known = self.classes_
+            if classes is not None and not np.array_equal(unique_labels(classes), known):
+                raise ValueError(
+                    f"classes={classes!r} is not the same as on the first call to "
+                    f"partial_fit, was: {known!r}."
+                )
+        unseen = np.setdiff1d(np.unique(y), known)
+        if len(unseen):
+            raise ValueError(
+                f"y contains labels not in classes: {unseen.tolist()!r}; partial_fit was "
+                f"started with classes={known.tolist()!r} (declare every label of the stream "
+                "on the first call)."
+            )
+        y_codes = np.searchsorted(known, y)
+        if first:
+            gamma_ = resolve_gamma(self.gamma, X)
+            stream = OnlineStream(
+                make_machine(self.model, len(known)), self.C, self.kernel, gamma_, self.degree,
+                self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
+                online_strategy=self.online_strategy, cache_size=self.cache_size,
+                random_state=self.random_state)
+            self.classes_ = known
+            self.gamma_ = float(gamma_)
+            self._stream = stream
+        status = stream.feed(X, y_codes, max_iter=None if self.max_iter == -1
+                             else int(self.max_iter), verbose=int(self.verbose) >= 2)
+        self._log(f"partial_fit: chunk of {X.shape[0]}, {stream.state.n_sp} support patterns, "
+                  f"{stream.state.n_steps} steps so far, status={status}")
+        self._set_fitted_stream(status)
+        return self
+
+    def _set_fitted_stream(self, status: str) -> None:
+        """Fitted attributes from the online stream's support patterns."""
+        stream = self._stream
+        gids, labels, alpha, _, feats = stream.support()
+        # β from α exactly as DualProblem.beta does in fit (not the solver's running β̄).
+        beta = np.einsum("ip,ipc->ic", alpha, stream.machine.nu_centered[labels])
+        keep = np.flatnonzero(np.any(beta != 0, axis=1))
+        keep = keep[np.argsort(gids[keep], kind="stable")]
+        n_classes = len(self.classes_)
+        self.support_ = gids[keep].astype(np.intp)
+        self.support_vectors_ = feats[keep]
+        self.n_support_ = np.bincount(labels[keep], minlength=n_classes).astype(np.int32)
+        self.dual_coef_ = np.ascontiguousarray(beta[keep])
+        self.intercept_ = np.zeros(n_classes)
+        self.n_iter_ = int(stream.state.n_steps)
+        self.shape_fit_ = (int(stream.n_seen), int(self.n_features_in_))
+        self.solution_ = {
+            "status": status,
+            "solver": "online",
+            "time": float(stream.time),
+            "n_iter": int(stream.state.n_steps),
+            "n_kernel_evaluations": int(stream.state.n_kernel_evaluations),
+            "dual_objective": float(-stream.state.J),
+            "primal_objective": None,
+            "duality_gap": None,
+            "relative_gap": None,
+            "kkt_violation": None,
+            "kkt_residual": None,
+            "b": None,
+            "b_method": "none",
+            "n_support": int(len(keep)),
+            "n_seen": int(stream.n_seen),
+        }
+        if status not in _EXPECTED_STATUSES:
+            warnings.warn(
+                f"partial_fit stopped at max_iter={self.max_iter} steps before the end of the "
+                "chunk; the rest of the chunk was not fed. Increase max_iter.",
+                ConvergenceWarning, stacklevel=3,
+            )
 
     # ------------------------------------------------------------ predict
     def _validate_for_predict(self, X):

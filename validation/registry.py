@@ -190,3 +190,21 @@ register(SolverEntry(
     name="s2do_default", solver="s2do", reference="cvxpy", bias=False, tol_arg="tol", tol=None,
     thresholds=Thresholds(dual_rel_diff=1.0, kkt_residual=1.0, relative_gap=1.0),
 ))
+# Online LaRank-style solver (issue 5), bias-free machines only, run as seed 004's
+# online ×∞: epochs=None alternates passes with an S2DO_ALL finish on the support patterns
+# and stops when a whole pass takes no step, i.e. every KKT violation is ≤ ε = 1e-6 in
+# gradient units (S2DO's rule).  The dual objective is held to the issue's 1e-5 relative
+# (measured ≤ 4e-9).  The other limits follow from ε (measured on the 320 rows):
+# * kkt_residual 1e-5: the residual is divided by C, so an ε-violation reads ε/C = 1e-5 at
+#   the matrix's smallest C = 0.1 (measured max 1.0e-5 there, 7.8e-7 at C = 10);
+# * relative_gap 1e-3: at an ε-KKT point each of the m·R slack groups adds at most 2Cε to
+#   P − D (up to 1e-2 absolute here); measured max 1.1e-4 (blobs-q5-d20, C = 10);
+# * prediction_tie_tol 1e-5: an ε-solution's scores are within a few ε of the exact ones
+#   (measured ≤ 2.5e-6 · scale, as S2DO's at the same ε), and the degenerate linear rows
+#   (ADM/ATM/CS on blobs-q5, checker-q4, rings-q3) have classes tied closer than that.
+register(SolverEntry(
+    name="online", reference="cvxpy", bias=False, tol_arg="tol", tol=1e-6,
+    options={"epochs": None, "random_state": 0},
+    thresholds=Thresholds(dual_rel_diff=1e-5, kkt_residual=1e-5, relative_gap=1e-3,
+                          prediction_tie_tol=1e-5),
+))

@@ -108,15 +108,13 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from msvm._core._kernel_cache cimport KernelCache
+from msvm._core._steps cimport _gain, _now, _solve_2d
 
 import numpy as np
 
 __all__ = ["S2DOState"]
-
-cdef double BIG_GAIN = 1e300
 
 # Examples per task of the parallel loops.  The chunks (and the order in which
 # their results are combined) do not depend on the number of threads, so a
@@ -135,145 +133,12 @@ cdef enum:
     TIME_UP = 2
 
 
-cdef inline double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return <double>ts.tv_sec + 1e-9 * <double>ts.tv_nsec
-
-
-cdef inline double _gain(double g1, double g2, double h11, double h12, double h22) noexcept nogil:
-    """Decrease of the unconstrained 2-D model g·μ + ½ μᵀHμ (seed 004, Alg. 4)."""
-    cdef double det = h11 * h22 - h12 * h12
-    cdef double den, num, r1, r2
-    if h11 > 0 and h22 > 0 and det > 1e-12 * h11 * h22:
-        return (g1 * g1 * h22 - 2.0 * g1 * g2 * h12 + g2 * g2 * h11) / (2.0 * det)
-    if h11 <= 0 and h22 <= 0:
-        return BIG_GAIN if (g1 != 0 or g2 != 0) else 0.0
-    # Singular block: infinite gain unless g lies in the range of H.
-    r1 = g1 * h12 - g2 * h11
-    r2 = g2 * h12 - g1 * h22
-    if h11 > 0 and r1 * r1 > 1e-20 * ((g1 * h12) ** 2 + (g2 * h11) ** 2):
-        return BIG_GAIN
-    if h22 > 0 and r2 * r2 > 1e-20 * ((g2 * h12) ** 2 + (g1 * h22) ** 2):
-        return BIG_GAIN
-    den = g1 * g1 * h11 + 2.0 * g1 * g2 * h12 + g2 * g2 * h22
-    num = g1 * g1 + g2 * g2
-    if den <= 0:
-        return BIG_GAIN if num > 0 else 0.0
-    return num * num / (2.0 * den)
-
-
 cdef inline bint _contains(const int* a, int n, int v) noexcept nogil:
     cdef int j
     for j in range(n):
         if a[j] == v:
             return True
     return False
-
-
-cdef inline double _model(double m1, double m2, double g1, double g2,
-                          double h11, double h12, double h22) noexcept nogil:
-    return g1 * m1 + g2 * m2 + 0.5 * (h11 * m1 * m1 + 2.0 * h12 * m1 * m2 + h22 * m2 * m2)
-
-
-cdef inline double _argmin_1d(double lin, double curv, double lo, double hi) noexcept nogil:
-    """argmin of lin·x + ½ curv·x² over [lo, hi] (hi may be +inf; 0 is inside)."""
-    cdef double x
-    if curv > 0:
-        x = -lin / curv
-    elif lin > 0:
-        x = lo
-    elif lin < 0:
-        x = hi
-    else:
-        x = 0.0
-    if x < lo:
-        x = lo
-    if x > hi:
-        x = hi
-    if x == INFINITY or x == -INFINITY:
-        x = 0.0 if lo <= 0 else lo
-    return x
-
-
-cdef void _solve_2d(double g1, double g2, double h11, double h12, double h22,
-                    double l1, double u1, double l2, double u2, double t, bint has_t,
-                    double* mu1, double* mu2) noexcept nogil:
-    """Minimise g·μ + ½ μᵀHμ over l ≤ μ ≤ u (and μ1 + μ2 ≤ t if has_t).
-
-    The box case is seed 004's Algorithm 5, the triangle case its Algorithm
-    11: the unconstrained optimum if feasible, else the best optimum of the
-    one-dimensional problems on the edges (where a convex problem's
-    constrained optimum lies).  μ = 0 is feasible and the answer never
-    increases the model.  The single-variable steps (μ2 = 0, μ1 = 0) are
-    candidates too, which keeps degenerate blocks safe.
-    """
-    cdef double det = h11 * h22 - h12 * h12
-    cdef double x1, x2, lo, hi, val
-    cdef double b1 = 0.0, b2 = 0.0, best = 0.0
-    cdef double fixed[3]
-    cdef int k
-    if h11 > 0 and h22 > 0 and det > 1e-12 * h11 * h22:
-        x1 = (h12 * g2 - h22 * g1) / det
-        x2 = (h12 * g1 - h11 * g2) / det
-        if l1 <= x1 <= u1 and l2 <= x2 <= u2 and (not has_t or x1 + x2 <= t):
-            mu1[0] = x1
-            mu2[0] = x2
-            return
-    # Edges with μ1 fixed (and the single-variable step of variable 2).
-    fixed[0] = l1
-    fixed[1] = u1
-    fixed[2] = 0.0
-    for k in range(3):
-        x1 = fixed[k]
-        if x1 == INFINITY or x1 == -INFINITY:
-            continue
-        lo = l2
-        hi = u2
-        if has_t and t - x1 < hi:
-            hi = t - x1
-        if lo > hi:
-            continue
-        x2 = _argmin_1d(g2 + h12 * x1, h22, lo, hi)
-        val = _model(x1, x2, g1, g2, h11, h12, h22)
-        if val < best:
-            best = val
-            b1 = x1
-            b2 = x2
-    # Edges with μ2 fixed.
-    fixed[0] = l2
-    fixed[1] = u2
-    fixed[2] = 0.0
-    for k in range(3):
-        x2 = fixed[k]
-        if x2 == INFINITY or x2 == -INFINITY:
-            continue
-        lo = l1
-        hi = u1
-        if has_t and t - x2 < hi:
-            hi = t - x2
-        if lo > hi:
-            continue
-        x1 = _argmin_1d(g1 + h12 * x2, h11, lo, hi)
-        val = _model(x1, x2, g1, g2, h11, h12, h22)
-        if val < best:
-            best = val
-            b1 = x1
-            b2 = x2
-    # The capacity edge μ1 + μ2 = t of the triangle.
-    if has_t:
-        lo = l1 if l1 > t - u2 else t - u2
-        hi = u1 if u1 < t - l2 else t - l2
-        if lo <= hi:
-            x1 = _argmin_1d(g1 - g2 + (h12 - h22) * t, h11 - 2.0 * h12 + h22, lo, hi)
-            x2 = t - x1
-            val = _model(x1, x2, g1, g2, h11, h12, h22)
-            if val < best:
-                best = val
-                b1 = x1
-                b2 = x2
-    mu1[0] = b1
-    mu2[0] = b2
 
 
 @cython.final

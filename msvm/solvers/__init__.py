@@ -17,6 +17,7 @@ SOLVERS = {
     "cvxpy": "msvm.solvers.reference_cvxpy",
     "osqp": "msvm.solvers.reference_osqp",
     "s2do": "msvm.solvers.s2do",
+    "online": "msvm.solvers.online",
     "frank_wolfe": "msvm.solvers.frank_wolfe",
 }
 

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from msvm.problem import DualProblem, DualSolution
+from msvm.solvers._curve import BuildUpCurve
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
@@ -164,7 +165,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
           blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", trace: float | None = None,
-          tune_threads: bool = True) -> DualSolution:
+          tune_threads: bool = True, test_set=None) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -215,7 +216,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Record ``(seconds, dual objective, max violation, iterations)`` about
         every ``trace`` seconds (and at the start and the end) in
         ``info["trace"]``, for convergence plots.  Each point costs one
-        O(m·P) objective evaluation.
+        O(m·P) objective evaluation.  The same points also go to a build-up
+        curve (:class:`~msvm.solvers._curve.BuildUpCurve`, ``info["curve"]``:
+        time, kernel evaluations, dual objective, iterations), the curve the
+        online solver records, so both can be drawn together.
+    test_set : (X_test, y_test), optional
+        With ``trace``, also record the test error of the current model at
+        every point (labels coded 0 .. Q−1).  The time spent on it is left out
+        of the curve's time axis and of ``time``.
 
     Returns
     -------
@@ -243,11 +251,23 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         )
     if trace is not None and not trace > 0:
         raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
+    if test_set is not None and trace is None:
+        raise ValueError("test_set needs trace (the interval of the curve points).")
     points = []
+    curve = None if trace is None else BuildUpCurve(trace, problem.kernel, test_set)
+
+    def model():
+        beta = problem.beta(alpha)
+        sv = np.flatnonzero(np.any(beta != 0, axis=1))
+        kernel = problem.kernel
+        return (sv if kernel.is_precomputed or callable(kernel.name) else kernel.X[sv]), beta[sv]
 
     def record():
-        points.append((time.perf_counter() - start, -state.objective(), state.max_violation,
-                       int(state.n_iter)))
+        elapsed = time.perf_counter() - start - curve.overhead
+        dual = -state.objective()
+        points.append((elapsed, dual, state.max_violation, int(state.n_iter)))
+        curve.record(elapsed, cache.n_kernel_evaluations, dual, state.n_iter, model=model,
+                     max_violation=float(state.max_violation))
 
     slice_ = min(1.0 if verbose else np.inf, np.inf if trace is None else float(trace))
     last_print = -np.inf
@@ -287,7 +307,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         b=np.zeros(problem.n_classes),
         status=_STATUS[code],
         n_iter=int(state.n_iter),
-        time=time.perf_counter() - start,
+        time=time.perf_counter() - start - (curve.overhead if curve is not None else 0.0),
         n_kernel_evaluations=int(cache.n_kernel_evaluations),
         solver="s2do",
         scores=state.scores(),
@@ -299,6 +319,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
             "cache_rows": int(cache.capacity),
-            **({"trace": points} if trace is not None else {}),
+            **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
+               if trace is not None else {}),
         },
     )

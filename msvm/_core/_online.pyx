@@ -1,0 +1,2144 @@
+"""Online LaRank-style solver of the unified bias-free dual (seed 004, ch. 4-5).
+
+The problem is S2DO's (see :mod:`msvm._core._s2do`): minimise
+
+    J(α) = ½ Σ H[(i,p),(j,q)] α_ip α_jq − Σ γ_{y_i,p} α_ip,
+    H[(i,p),(j,q)] = M(y_i,p ; y_j,q) · k'(x_i, x_j),   M = Σ_c ν̄_{y_i,p,c} ν̄_{y_j,q,c},
+    α_ip ≥ 0,  Σ_{p in slack group r of i} α_ip ≤ C  (no upper bound for the M-SVM²),
+
+but the patterns are fed one at a time, and only the *support patterns*
+(patterns with some α_ip ≠ 0, seed 004 §4.2) are remembered.
+
+State (one row per support pattern, in compact *slots* 0 .. n_sp − 1)
+---------------------------------------------------------------------
+* ``A`` (P), the α row; ``GS`` (R), its slack-group sums;
+* ``G`` (P), the gradient ∂J/∂α_ip, stored and updated for support
+  patterns only (§4.2.3): after a step of μ1 on (i,p) and μ2 on (j,q),
+  ``G[e,s] += M(y_e,s ; y_i,p) μ1 k'(x_e,x_i) + M(y_e,s ; y_j,q) μ2 k'(x_e,x_j)``
+  for every slot e and slot s: O(n_sp · P) per step, two kernel rows;
+* ``B`` (Q), the centred coefficients β̄_ic = Σ_p ν̄_{y_i,p,c} α_ip, updated
+  in O(Q) per step.  A *new* pattern's gradient is then one product with its
+  kernel row over the support patterns, g_p = ν̄_{y,p} · (Σ_s k(x, x_s) B_s) −
+  γ_{y,p}, O(n_sp · Q) (its own α is zero);
+* per slot, the pattern's largest KKT violation and the variable(s)
+  realising it, over all its variables (``viol``, best single ``bs``, best
+  pair ``pp``/``pq``) and over its support vectors only (``vsv``, ``bssv``,
+  ``ppsv``/``pqsv``), refreshed in the same pass as G (O(P) per slot).
+  Violations are S2DO's, in gradient units: −g if α may grow, g if α > 0,
+  g_p − g_q for moving mass from p (α_p > 0) to q inside a shared slack;
+* the pattern's features (dense rows, or a CSR pool for sparse input), its
+  label, its global index ``gid`` and k(x, x).
+
+Steps (§4.2.1, §5.2.1; Algorithms 6, 8-10)
+------------------------------------------
+* TWO_NEWS: the next pattern of the stream is put *tentatively* in the last
+  slot (features copied, kernel row over the support patterns computed, its
+  gradient from B), and two of its own variables are optimised: the first is
+  its most violating variable (or, when its best move is a pair of one slack
+  group, that pair), the second the best-gain partner among its own
+  variables.  If its α row is still zero it leaves again (in a ``fit`` the
+  kernel row stays cached under its index; in a stream it is forgotten);
+  otherwise it becomes a support pattern, and its kernel row -- already
+  computed -- also extends every complete cached row by one entry, without
+  kernel evaluations.  A pattern whose largest violation is ≤ tol is not
+  stepped on.
+* TWO_OLD: two variables of the support patterns, any of their variables.
+* TWO_OLD_SUPPORTS: the same restricted to support vectors (α_ip > 0).
+The working set of an old step follows the strategy (§4.2.2):
+  ``S2DO_ALL``: the first variable is the most violating over all support
+  patterns, the second the best gain among every pattern's best single
+  violator and all the first pattern's own variables (S2DO's rule);
+  ``RANDOM_PATTERN_S2DO_ALL``: the first pattern is drawn at random, its most
+  violating variable is the first, the second as in S2DO_ALL;
+  ``RANDOM_PATTERN_S2DO_PATTERN``: both variables inside the random pattern.
+A pattern whose best move is a pair of one slack group at capacity (CS) gets
+that pair (§5.2.1).  Each pair is optimised exactly over its box or triangle
+by S2DO's ``_solve_2d`` (Algorithms 5 and 11), shared through
+:mod:`msvm._core._steps`, and the second variable is chosen by S2DO's
+``_gain`` (Algorithm 4).  After a step a pattern whose α row became zero is
+removed: the last slot moves into its place.
+
+Scheduling (§4.2.4, Algorithm 7)
+--------------------------------
+For each pattern of the stream: one TWO_NEWS, then atomic steps drawn at
+random until TWO_NEWS is drawn again.  An atomic step of type t runs
+``mult[t]`` steps (1 for TWO_NEWS, Q for the two old types), after which
+its rate is updated, ``rate[t] ← β · Δdual / Δwork + (1 − β) · rate[t]``
+(β = 0.05, rates start at 1); a type is drawn with probability proportional
+to its rate, every rate first raised to at least η = 0.05 of their sum (as
+LaRank).  Δdual is the exact decrease of J over the atomic step.  Δwork is
+a deterministic count of the work done, not wall-clock time, so that a run
+is reproducible from its seed: ``kcost`` units per kernel evaluation
+(≈ the features of a dot product), one per gradient entry updated, a few
+per gain evaluated; ``kcost`` is set by the Python layer.
+
+Kernel rows
+-----------
+Rows are over the support-pattern slots (length n_sp, not m), kept in an
+LRU cache of variable-length rows bounded by ``budget`` bytes.  A row is
+keyed by the slot of its pattern or, in a ``fit``, by the global index of a
+pattern that is not a support pattern (so a later epoch reuses it).  A row
+shorter than n_sp is completed on demand (only the missing entries are
+evaluated).  Removing slot t (the last slot L moves into it) permutes every
+cached row the same way: entry t ← entry L, length clipped.  The two most
+recently returned rows are never evicted, so two row pointers are valid
+together (as with :mod:`msvm._core._kernel_cache`).  Kernel evaluations are
+counted one per entry computed (none for a precomputed Gram matrix).
+
+Memory
+------
+Per support pattern: (3P + Q + R + 12) doubles, its features (d doubles, or
+its non-zeros) and at most one cached row; plus the cache budget (which the
+two pinned rows may exceed by one row each) and one batch of input held by
+the caller.  Nothing is kept about patterns that are not support patterns,
+except, in a ``fit``, their cached rows (inside the budget) and one int per
+training pattern (its slot).
+
+All loops run without the GIL on raw buffers; arrays grow by realloc.
+"""
+
+cimport cython
+from libc.math cimport INFINITY, exp, fabs, pow, tanh
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memmove, memset
+from scipy.linalg.cython_blas cimport dgemv
+
+from msvm._core._steps cimport _gain, _now, _solve_2d
+
+import numpy as np
+
+__all__ = ["OnlineState", "STEP_NAMES", "STRATEGIES"]
+
+# Kernel codes (as msvm.kernels.KERNEL_CODES).
+cdef enum:
+    LINEAR = 0
+    POLY = 1
+    RBF = 2
+    LAPLACE = 3
+    SIGMOID = 4
+    PRECOMPUTED = 5
+
+# Data layouts.
+cdef enum:
+    DENSE = 0
+    SPARSE = 1
+    GRAM = 2
+
+# Step types and strategies.
+cdef enum:
+    TWO_NEWS = 0
+    TWO_OLD = 1
+    TWO_OLD_SUPPORTS = 2
+    N_STEP_TYPES = 3
+
+cdef enum:
+    S2DO_ALL = 0
+    RP_S2DO_ALL = 1
+    RP_S2DO_PATTERN = 2
+
+# Return codes of run_pass() / finish().
+cdef enum:
+    DONE = 0
+    MAX_STEPS = 1
+    TIME_UP = 2
+    NO_MEMORY = 3
+
+# Cache record keys.
+cdef enum:
+    KEY_SLOT = 0
+    KEY_GID = 1
+
+#: Names of the step types, in the order of the counters.
+STEP_NAMES = ("two_news", "two_old", "two_old_supports")
+#: Strategy name -> code.
+STRATEGIES = {"s2do_all": 0, "random_pattern_s2do_all": 1, "random_pattern_s2do_pattern": 2}
+
+
+cdef inline void* _grow(void* p, size_t n) noexcept nogil:
+    return realloc(p, n if n > 0 else 1)
+
+
+cdef struct Ext:
+    # Fast path, per support pattern: σ_e = u_y·F_e − κ_y S_e (g_es = σ_e + h_es,
+    # h_es = −F_es − γ_ys) and the cached extremes of h with their slots: min over
+    # the slots that may grow (up), max over α > 0 (dn), min over all (all), min over
+    # α > 0 that may grow (upsv), min over α > 0 (allsv); stale: some extreme is a bound.
+    double sig
+    double hup
+    double hdn
+    double hall
+    double hupsv
+    double hallsv
+    int aup
+    int adn
+    int aall
+    int aupsv
+    int aallsv
+    int stale
+
+
+@cython.final
+cdef class OnlineState:
+    """Working state of the online solver (built by :mod:`msvm.solvers.online`).
+
+    Parameters
+    ----------
+    layout : int
+        0 dense features, 1 CSR features, 2 precomputed Gram matrix.
+    n_features : int
+        d (ignored for a Gram matrix).
+    kernel_code, gamma, degree, coef0 : kernel (codes of :mod:`msvm.kernels`).
+    gram : float64 (m, m) or None
+        The Gram matrix (layout 2).
+    n_gid : int
+        Number of training patterns of a ``fit`` (enables the per-pattern
+        slot map and the caching of rows of non-support patterns), 0 for a
+        stream.
+    M, Mdiag, gamma_t, active, slack, group_size, nubar : the machine tables
+        (M (QP, QP), Mdiag (Q, P), γ (Q, P), active (Q, P) uint8, slack
+        (Q, P) int32, group sizes (Q, R) int32, ν̄ (Q, P, Q)).
+    C, shift, tol : float
+        Capacity (inf for the M-SVM²), diagonal shift of k', KKT tolerance.
+    strategy : int
+        0 S2DO_ALL, 1 RANDOM_PATTERN_S2DO_ALL, 2 RANDOM_PATTERN_S2DO_PATTERN.
+    budget_mb : float
+        Kernel-row cache budget.
+    seed : int
+        Seed of the step-type draws and random patterns (non-zero).
+    kcost : float
+        Work units per kernel evaluation (scheduling only).
+    beta, eta : float
+        Decay of the step rates and minimum share of a step type.
+    """
+
+    # ---- problem
+    cdef Py_ssize_t Q, P, R, QP, d
+    cdef int layout, kcode
+    cdef double kgamma, kdegree, kcoef0
+    cdef double C, shift, eps_zero, eps_cap
+    cdef public double tol
+    cdef public int strategy
+    cdef bint max_loss
+    cdef const double[:, ::1] M
+    cdef const double[:, ::1] Mdiag
+    cdef const double[:, ::1] gam
+    cdef const unsigned char[:, ::1] act
+    cdef const int[:, ::1] slk
+    cdef const int[:, ::1] gsize
+    cdef const double[:, :, ::1] nubar
+    cdef const double[:, ::1] gram
+    cdef const int* pslk     # flat views of slk (Q·P)
+    cdef int* nact           # active slots of each class: nact[y], alist[y·P + k]
+    cdef int* alist
+    # uncentred ν non-zeros (β rows, and a new pattern's gradient from its scores)
+    cdef int* nzc            # Q·P
+    cdef int* nzcol          # Q·P·Q
+    cdef double* nzval       # Q·P·Q
+    cdef double* numean      # Q·P: mean_c ν_{y,p,c} for sum-to-zero machines, else 0
+    cdef bint centred
+
+    # ---- fast path (ν_{y,s,·} = u_y − e_s, slot s <-> class s: WW, CS, LLW, M-SVM²)
+    cdef readonly bint fast
+    cdef int* ucnt           # Q: non-zeros of u_y
+    cdef int* ucol           # Q·Q
+    cdef double* uval        # Q·Q
+    cdef double* kap         # Q: mean_c u_y,c − 1/Q when sum-to-zero, else 0
+    cdef double* F           # cap·Q uncentred scores K'β
+    cdef double* S           # cap: Σ_c F (sum-to-zero machines)
+    cdef Ext* ext            # cap: σ and the cached extremes of h, one struct per slot
+    # step scratch: changed columns of β and their deltas in rows i and k
+    cdef int* pcol
+    cdef double* pw0
+    cdef double* pw1
+
+    # ---- support patterns (slots 0 .. n_sp-1, capacity cap)
+    cdef readonly Py_ssize_t n_sp
+    cdef Py_ssize_t cap
+    cdef double* A
+    cdef double* G
+    cdef double* B
+    cdef double* GS
+    cdef Py_ssize_t* gid
+    cdef int* lab
+    cdef double* kd
+    cdef double* sq
+    cdef double* l1
+    cdef double* viol
+    cdef double* vsv
+    cdef int* bs
+    cdef int* pp
+    cdef int* pq
+    cdef int* bssv
+    cdef int* ppsv
+    cdef int* pqsv
+    cdef Py_ssize_t* srec
+    # features: dense rows, or CSR pool
+    cdef double* Xs
+    cdef Py_ssize_t* st
+    cdef Py_ssize_t* nz
+    cdef double* pval
+    cdef int* pidx
+    cdef Py_ssize_t pool_cap, pool_used, pool_live
+    cdef double* work        # dense scatter of a sparse query (d)
+
+    # ---- fit mode: slot and cached row of every training pattern
+    cdef Py_ssize_t n_gid
+    cdef Py_ssize_t* gid_slot
+    cdef Py_ssize_t* gid_rec
+
+    # ---- kernel-row cache
+    cdef double** rptr
+    cdef Py_ssize_t* rlen
+    cdef Py_ssize_t* rcap
+    cdef int* rkind
+    cdef Py_ssize_t* rkey
+    cdef Py_ssize_t* rprev
+    cdef Py_ssize_t* rnext
+    cdef Py_ssize_t rec_cap, rec_free, rhead, rtail, pin1, pin2
+    cdef readonly Py_ssize_t n_rows
+    cdef readonly long long used_bytes, budget, peak_bytes
+    cdef readonly long long n_row_hits, n_row_misses
+
+    # ---- current batch (set by set_batch)
+    cdef const double[:, ::1] bX
+    cdef const double[::1] bdata
+    cdef const int[::1] bindices
+    cdef const Py_ssize_t[::1] bindptr
+    cdef const double[::1] bsq
+    cdef const double[::1] bl1
+    cdef const double[::1] bkd
+    cdef const Py_ssize_t[::1] by
+    cdef const Py_ssize_t[::1] bgid
+    cdef const Py_ssize_t[::1] order
+    cdef readonly Py_ssize_t pos
+    cdef Py_ssize_t n_order
+
+    # ---- scheduling, randomness, counters
+    cdef unsigned long long rng
+    cdef double rate[3]
+    cdef int mult[3]
+    cdef public double beta, eta, kcost
+    cdef readonly double work_units
+    cdef readonly double J
+    cdef readonly long long n_steps
+    cdef readonly long long n_kernel_evaluations
+    cdef readonly long long pass_steps
+    cdef long long nstep_type[3]
+    cdef long long natomic_type[3]
+    cdef double time_type[3]      # wall-clock seconds spent in each step type (diagnostics)
+    cdef double work_type[3]      # work units charged to each step type
+    cdef readonly long long n_inserted, n_removed, n_new_skipped, n_finish_steps
+    cdef readonly bint oom
+    cdef double* Fq         # Q scratch
+
+    def __cinit__(self, *args, **kwargs):
+        self.A = NULL
+        self.G = NULL
+        self.B = NULL
+        self.GS = NULL
+        self.gid = NULL
+        self.lab = NULL
+        self.kd = NULL
+        self.sq = NULL
+        self.l1 = NULL
+        self.viol = NULL
+        self.vsv = NULL
+        self.bs = NULL
+        self.pp = NULL
+        self.pq = NULL
+        self.bssv = NULL
+        self.ppsv = NULL
+        self.pqsv = NULL
+        self.srec = NULL
+        self.Xs = NULL
+        self.st = NULL
+        self.nz = NULL
+        self.pval = NULL
+        self.pidx = NULL
+        self.work = NULL
+        self.gid_slot = NULL
+        self.gid_rec = NULL
+        self.rptr = NULL
+        self.rlen = NULL
+        self.rcap = NULL
+        self.rkind = NULL
+        self.rkey = NULL
+        self.rprev = NULL
+        self.rnext = NULL
+        self.Fq = NULL
+        self.nact = NULL
+        self.alist = NULL
+        self.nzc = NULL
+        self.nzcol = NULL
+        self.nzval = NULL
+        self.numean = NULL
+        self.ucnt = NULL
+        self.ucol = NULL
+        self.uval = NULL
+        self.kap = NULL
+        self.F = NULL
+        self.S = NULL
+        self.ext = NULL
+        self.pcol = NULL
+        self.pw0 = NULL
+        self.pw1 = NULL
+
+    def __dealloc__(self):
+        cdef Py_ssize_t r
+        if self.rptr != NULL:
+            for r in range(self.rec_cap):
+                free(self.rptr[r])
+        free(self.rptr)
+        free(self.rlen)
+        free(self.rcap)
+        free(self.rkind)
+        free(self.rkey)
+        free(self.rprev)
+        free(self.rnext)
+        free(self.A)
+        free(self.G)
+        free(self.B)
+        free(self.GS)
+        free(self.gid)
+        free(self.lab)
+        free(self.kd)
+        free(self.sq)
+        free(self.l1)
+        free(self.viol)
+        free(self.vsv)
+        free(self.bs)
+        free(self.pp)
+        free(self.pq)
+        free(self.bssv)
+        free(self.ppsv)
+        free(self.pqsv)
+        free(self.srec)
+        free(self.Xs)
+        free(self.st)
+        free(self.nz)
+        free(self.pval)
+        free(self.pidx)
+        free(self.work)
+        free(self.gid_slot)
+        free(self.gid_rec)
+        free(self.Fq)
+        free(self.nact)
+        free(self.alist)
+        free(self.nzc)
+        free(self.nzcol)
+        free(self.nzval)
+        free(self.numean)
+        free(self.ucnt)
+        free(self.ucol)
+        free(self.uval)
+        free(self.kap)
+        free(self.F)
+        free(self.S)
+        free(self.ext)
+        free(self.pcol)
+        free(self.pw0)
+        free(self.pw1)
+
+    def __init__(self, int layout, Py_ssize_t n_features, int kernel_code, double gamma,
+                 double degree, double coef0, gram, Py_ssize_t n_gid, M, Mdiag, gamma_t, active,
+                 slack, group_size, nubar, nz_count, nz_col, nz_val, nu_mean, double C,
+                 double shift, double tol, int strategy, double budget_mb,
+                 unsigned long long seed, double kcost=1.0, double beta=0.05, double eta=0.05,
+                 fast=None, bint centred=False):
+        cdef Py_ssize_t g, k, c
+        if layout not in (DENSE, SPARSE, GRAM):
+            raise ValueError(f"Unknown data layout {layout}.")
+        if strategy not in (S2DO_ALL, RP_S2DO_ALL, RP_S2DO_PATTERN):
+            raise ValueError(f"Unknown strategy code {strategy}.")
+        if not budget_mb > 0:
+            raise ValueError(f"budget_mb must be positive, got {budget_mb!r}.")
+        self.layout = layout
+        self.d = n_features if layout != GRAM else 0
+        self.kcode = kernel_code
+        self.kgamma = gamma
+        self.kdegree = degree
+        self.kcoef0 = coef0
+        if layout == GRAM:
+            self.gram = gram
+        self.M = M
+        self.Mdiag = Mdiag
+        self.gam = gamma_t
+        self.act = active
+        self.slk = slack
+        self.gsize = group_size
+        self.nubar = nubar
+        self.Q = gamma_t.shape[0]
+        self.P = gamma_t.shape[1]
+        self.QP = self.Q * self.P
+        self.R = max(int(group_size.shape[1]), 1)
+        self.max_loss = bool(np.any(np.asarray(group_size) > 1))
+        self.C = C
+        self.shift = shift
+        self.tol = tol
+        self.strategy = strategy
+        self.eps_zero = 1e-14 * (C if C < INFINITY else 1.0)
+        self.eps_cap = 1e-12 * C
+        self.budget = <long long> (budget_mb * 1048576.0)
+        self.rng = seed if seed != 0 else 0x9E3779B97F4A7C15ULL
+        self.kcost = kcost
+        self.beta = beta
+        self.eta = eta
+        for g in range(N_STEP_TYPES):
+            self.rate[g] = 1.0
+            self.mult[g] = 1 if g == TWO_NEWS else <int> self.Q
+            self.nstep_type[g] = 0
+            self.natomic_type[g] = 0
+            self.time_type[g] = 0.0
+            self.work_type[g] = 0.0
+        self.rhead = -1
+        self.rtail = -1
+        self.rec_free = -1
+        self.pin1 = -1
+        self.pin2 = -1
+        self.n_gid = n_gid
+        self.Fq = <double*> malloc(self.Q * sizeof(double))
+        self.nact = <int*> malloc(self.Q * sizeof(int))
+        self.alist = <int*> malloc(self.QP * sizeof(int))
+        if self.Fq == NULL or self.nact == NULL or self.alist == NULL:
+            raise MemoryError()
+        self.pslk = &self.slk[0, 0]
+        for g in range(self.Q):
+            self.nact[g] = 0
+            for k in range(self.P):
+                if self.act[g, k]:
+                    self.alist[g * self.P + self.nact[g]] = <int> k
+                    self.nact[g] += 1
+        if n_gid > 0:
+            self.gid_slot = <Py_ssize_t*> malloc(n_gid * sizeof(Py_ssize_t))
+            self.gid_rec = <Py_ssize_t*> malloc(n_gid * sizeof(Py_ssize_t))
+            if self.gid_slot == NULL or self.gid_rec == NULL:
+                raise MemoryError()
+            for g in range(n_gid):
+                self.gid_slot[g] = -1
+                self.gid_rec[g] = -1
+        self.centred = centred
+        self.nzc = <int*> malloc(self.QP * sizeof(int))
+        self.nzcol = <int*> malloc(self.QP * self.Q * sizeof(int))
+        self.nzval = <double*> malloc(self.QP * self.Q * sizeof(double))
+        self.numean = <double*> malloc(self.QP * sizeof(double))
+        self.pcol = <int*> malloc(2 * self.Q * sizeof(int))
+        self.pw0 = <double*> malloc(2 * self.Q * sizeof(double))
+        self.pw1 = <double*> malloc(2 * self.Q * sizeof(double))
+        if (self.nzc == NULL or self.nzcol == NULL or self.nzval == NULL or self.numean == NULL
+                or self.pcol == NULL or self.pw0 == NULL or self.pw1 == NULL):
+            raise MemoryError()
+        nzc_a = np.ascontiguousarray(nz_count, dtype=np.int32).ravel()
+        nzcol_a = np.ascontiguousarray(nz_col, dtype=np.int32).ravel()
+        nzval_a = np.ascontiguousarray(nz_val, dtype=np.float64).ravel()
+        numean_a = np.ascontiguousarray(nu_mean, dtype=np.float64).ravel()
+        for k in range(self.QP):
+            self.nzc[k] = nzc_a[k]
+            self.numean[k] = numean_a[k]
+        for k in range(self.QP * self.Q):
+            self.nzcol[k] = nzcol_a[k]
+            self.nzval[k] = nzval_a[k]
+        self.fast = fast is not None
+        if self.fast:
+            if self.P != self.Q:
+                raise ValueError("The fast path needs one slot per class.")
+            self.ucnt = <int*> malloc(self.Q * sizeof(int))
+            self.ucol = <int*> malloc(self.Q * self.Q * sizeof(int))
+            self.uval = <double*> malloc(self.Q * self.Q * sizeof(double))
+            self.kap = <double*> malloc(self.Q * sizeof(double))
+            if self.ucnt == NULL or self.ucol == NULL or self.uval == NULL or self.kap == NULL:
+                raise MemoryError()
+            ucnt_a = np.ascontiguousarray(fast["u_cnt"], dtype=np.int32).ravel()
+            ucol_a = np.ascontiguousarray(fast["u_col"], dtype=np.int32).ravel()
+            uval_a = np.ascontiguousarray(fast["u_val"], dtype=np.float64).ravel()
+            kap_a = np.ascontiguousarray(fast["kappa"], dtype=np.float64).ravel()
+            for g in range(self.Q):
+                self.ucnt[g] = ucnt_a[g]
+                self.kap[g] = kap_a[g]
+                for c in range(self.Q):
+                    self.ucol[g * self.Q + c] = ucol_a[g * self.Q + c]
+                    self.uval[g * self.Q + c] = uval_a[g * self.Q + c]
+        if layout == SPARSE:
+            self.work = <double*> malloc(max(self.d, 1) * sizeof(double))
+            if self.work == NULL:
+                raise MemoryError()
+            memset(self.work, 0, max(self.d, 1) * sizeof(double))
+        if not self._reserve(16) or not self._reserve_records(16):
+            raise MemoryError()
+
+    # ================================================================ memory
+    cdef bint _reserve(self, Py_ssize_t n) noexcept nogil:
+        """Capacity for n support patterns (realloc of every per-slot array)."""
+        cdef Py_ssize_t c
+        cdef size_t P = self.P, Q = self.Q, R = self.R, d = self.d
+        if n <= self.cap:
+            return True
+        c = self.cap * 2
+        if c < n:
+            c = n
+        if c < 16:
+            c = 16
+        self.A = <double*> _grow(self.A, c * P * sizeof(double))
+        self.B = <double*> _grow(self.B, c * Q * sizeof(double))
+        if self.fast:
+            self.F = <double*> _grow(self.F, c * Q * sizeof(double))
+            self.S = <double*> _grow(self.S, c * sizeof(double))
+            self.ext = <Ext*> _grow(self.ext, c * sizeof(Ext))
+            if self.F == NULL or self.S == NULL or self.ext == NULL:
+                self.oom = True
+                return False
+        else:
+            self.G = <double*> _grow(self.G, c * P * sizeof(double))
+            if self.G == NULL:
+                self.oom = True
+                return False
+        self.GS = <double*> _grow(self.GS, c * R * sizeof(double))
+        self.gid = <Py_ssize_t*> _grow(self.gid, c * sizeof(Py_ssize_t))
+        self.lab = <int*> _grow(self.lab, c * sizeof(int))
+        self.kd = <double*> _grow(self.kd, c * sizeof(double))
+        self.sq = <double*> _grow(self.sq, c * sizeof(double))
+        self.l1 = <double*> _grow(self.l1, c * sizeof(double))
+        self.viol = <double*> _grow(self.viol, c * sizeof(double))
+        self.vsv = <double*> _grow(self.vsv, c * sizeof(double))
+        self.bs = <int*> _grow(self.bs, c * sizeof(int))
+        self.pp = <int*> _grow(self.pp, c * sizeof(int))
+        self.pq = <int*> _grow(self.pq, c * sizeof(int))
+        self.bssv = <int*> _grow(self.bssv, c * sizeof(int))
+        self.ppsv = <int*> _grow(self.ppsv, c * sizeof(int))
+        self.pqsv = <int*> _grow(self.pqsv, c * sizeof(int))
+        self.srec = <Py_ssize_t*> _grow(self.srec, c * sizeof(Py_ssize_t))
+        if self.layout == DENSE:
+            self.Xs = <double*> _grow(self.Xs, c * d * sizeof(double))
+        elif self.layout == SPARSE:
+            self.st = <Py_ssize_t*> _grow(self.st, c * sizeof(Py_ssize_t))
+            self.nz = <Py_ssize_t*> _grow(self.nz, c * sizeof(Py_ssize_t))
+        if (self.A == NULL or self.B == NULL or self.GS == NULL
+                or self.gid == NULL or self.lab == NULL or self.kd == NULL or self.sq == NULL
+                or self.l1 == NULL or self.viol == NULL or self.vsv == NULL or self.bs == NULL
+                or self.pp == NULL or self.pq == NULL or self.bssv == NULL or self.ppsv == NULL
+                or self.pqsv == NULL or self.srec == NULL
+                or (self.layout == DENSE and d > 0 and self.Xs == NULL)
+                or (self.layout == SPARSE and (self.st == NULL or self.nz == NULL))):
+            self.oom = True
+            return False
+        self.cap = c
+        return True
+
+    cdef bint _reserve_records(self, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t c, r
+        if n <= self.rec_cap:
+            return True
+        c = self.rec_cap * 2
+        if c < n:
+            c = n
+        self.rptr = <double**> _grow(self.rptr, c * sizeof(double*))
+        self.rlen = <Py_ssize_t*> _grow(self.rlen, c * sizeof(Py_ssize_t))
+        self.rcap = <Py_ssize_t*> _grow(self.rcap, c * sizeof(Py_ssize_t))
+        self.rkind = <int*> _grow(self.rkind, c * sizeof(int))
+        self.rkey = <Py_ssize_t*> _grow(self.rkey, c * sizeof(Py_ssize_t))
+        self.rprev = <Py_ssize_t*> _grow(self.rprev, c * sizeof(Py_ssize_t))
+        self.rnext = <Py_ssize_t*> _grow(self.rnext, c * sizeof(Py_ssize_t))
+        if (self.rptr == NULL or self.rlen == NULL or self.rcap == NULL or self.rkind == NULL
+                or self.rkey == NULL or self.rprev == NULL or self.rnext == NULL):
+            self.oom = True
+            return False
+        for r in range(self.rec_cap, c):
+            self.rptr[r] = NULL
+            self.rlen[r] = 0
+            self.rcap[r] = 0
+            self.rkind[r] = -1
+            self.rnext[r] = self.rec_free   # free list through rnext
+            self.rec_free = r
+        self.rec_cap = c
+        return True
+
+    cdef bint _reserve_pool(self, Py_ssize_t n) noexcept nogil:
+        """Room for n more non-zeros in the CSR pool (compacting it first if half is holes)."""
+        cdef Py_ssize_t c
+        if self.pool_used + n <= self.pool_cap:
+            return True
+        if self.pool_live + n <= self.pool_cap and 2 * self.pool_live < self.pool_used:
+            self._compact_pool()
+            if self.pool_used + n <= self.pool_cap:
+                return True
+        c = self.pool_cap * 2
+        if c < self.pool_used + n:
+            c = self.pool_used + n
+        if c < 1024:
+            c = 1024
+        self.pval = <double*> _grow(self.pval, c * sizeof(double))
+        self.pidx = <int*> _grow(self.pidx, c * sizeof(int))
+        if self.pval == NULL or self.pidx == NULL:
+            self.oom = True
+            return False
+        self.pool_cap = c
+        return True
+
+    cdef void _compact_pool(self) noexcept nogil:
+        """Move the live non-zeros to the front of the pool, slot order (slots start sorted)."""
+        cdef Py_ssize_t s, t, k, u, n = self.n_sp, w = 0
+        cdef Py_ssize_t* ordr = <Py_ssize_t*> malloc(max(n, 1) * sizeof(Py_ssize_t))
+        if ordr == NULL:
+            return
+        # Insertion sort of the slots by their start (n is moderate and mostly sorted).
+        for s in range(n):
+            ordr[s] = s
+        for s in range(1, n):
+            u = ordr[s]
+            t = s
+            while t > 0 and self.st[ordr[t - 1]] > self.st[u]:
+                ordr[t] = ordr[t - 1]
+                t -= 1
+            ordr[t] = u
+        for t in range(n):
+            s = ordr[t]
+            if self.st[s] != w:
+                memmove(self.pval + w, self.pval + self.st[s], self.nz[s] * sizeof(double))
+                memmove(self.pidx + w, self.pidx + self.st[s], self.nz[s] * sizeof(int))
+                self.st[s] = w
+            w += self.nz[s]
+        self.pool_used = w
+        self.pool_live = w
+        free(ordr)
+
+    # ================================================================ RNG
+    cdef inline unsigned long long _next(self) noexcept nogil:
+        """xorshift64*."""
+        cdef unsigned long long x = self.rng
+        x ^= x >> 12
+        x ^= x << 25
+        x ^= x >> 27
+        self.rng = x
+        return x * 2685821657736338717ULL
+
+    cdef inline double _uniform(self) noexcept nogil:
+        return <double> (self._next() >> 11) * (1.0 / 9007199254740992.0)
+
+    cdef inline Py_ssize_t _randint(self, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t k = <Py_ssize_t> (self._uniform() * <double> n)
+        return k if k < n else n - 1
+
+    # ================================================================ kernel
+    cdef void _kernel_fill(self, int qkind, Py_ssize_t q, double* out, Py_ssize_t a,
+                           Py_ssize_t b) noexcept nogil:
+        """out[s] = k(x_query, x_s) for the slots a <= s < b.
+
+        qkind 0: the query is slot q; 1: pattern q of the current batch.
+        """
+        cdef Py_ssize_t s, k, d = self.d, qg
+        cdef int n_rows, n_cols, lda, one = 1
+        cdef double alpha = 1.0, beta0 = 0.0, sqq, l1q, v, dist, g = self.kgamma
+        cdef double c0 = self.kcoef0, deg = self.kdegree
+        cdef char trans = b'T'
+        cdef const double* xq = NULL
+        cdef const double* xs
+        cdef const double* qval = NULL
+        cdef const int* qidx = NULL
+        cdef Py_ssize_t qnz = 0
+        cdef double* w = self.work
+        if b <= a:
+            return
+        if self.layout == GRAM:
+            qg = self.gid[q] if qkind == 0 else self.bgid[q]
+            for s in range(a, b):
+                out[s] = self.gram[qg, self.gid[s]]
+            self.work_units += 2.0 * (b - a)
+            return
+        self.n_kernel_evaluations += b - a
+        self.work_units += self.kcost * (b - a)
+        if qkind == 0:
+            sqq = self.sq[q]
+            l1q = self.l1[q]
+        else:
+            sqq = self.bsq[q]
+            l1q = self.bl1[q]
+        if self.layout == DENSE:
+            if qkind == 0:
+                xq = self.Xs + q * d
+            else:
+                xq = &self.bX[q, 0]
+            if d == 0:
+                for s in range(a, b):
+                    out[s] = 0.0
+            elif self.kcode == LAPLACE:
+                for s in range(a, b):
+                    xs = self.Xs + s * d
+                    v = 0.0
+                    for k in range(d):
+                        v += fabs(xs[k] - xq[k])
+                    out[s] = v
+            else:
+                n_rows = <int> d
+                n_cols = <int> (b - a)
+                lda = <int> d
+                dgemv(&trans, &n_rows, &n_cols, &alpha, self.Xs + a * d, &lda, <double*> xq,
+                      &one, &beta0, out + a, &one)
+        else:
+            if qkind == 0:
+                qval = self.pval + self.st[q]
+                qidx = self.pidx + self.st[q]
+                qnz = self.nz[q]
+            else:
+                qval = &self.bdata[self.bindptr[q]] if self.bindptr[q + 1] > self.bindptr[q] \
+                    else NULL
+                qidx = &self.bindices[self.bindptr[q]] if self.bindptr[q + 1] > self.bindptr[q] \
+                    else NULL
+                qnz = self.bindptr[q + 1] - self.bindptr[q]
+            for k in range(qnz):
+                w[qidx[k]] = qval[k]
+            for s in range(a, b):
+                xs = self.pval + self.st[s]
+                if self.kcode == LAPLACE:
+                    v = l1q
+                    for k in range(self.nz[s]):
+                        dist = w[self.pidx[self.st[s] + k]]
+                        v += fabs(xs[k] - dist) - fabs(dist)
+                else:
+                    v = 0.0
+                    for k in range(self.nz[s]):
+                        v += xs[k] * w[self.pidx[self.st[s] + k]]
+                out[s] = v
+            for k in range(qnz):
+                w[qidx[k]] = 0.0
+        # Inner products (L1 distances for laplace) -> kernel values.
+        if self.kcode == POLY:
+            for s in range(a, b):
+                out[s] = pow(g * out[s] + c0, deg)
+        elif self.kcode == RBF:
+            for s in range(a, b):
+                dist = sqq + self.sq[s] - 2.0 * out[s]
+                if dist < 0.0:
+                    dist = 0.0
+                out[s] = exp(-g * dist)
+        elif self.kcode == LAPLACE:
+            for s in range(a, b):
+                dist = out[s]
+                if dist < 0.0:
+                    dist = 0.0
+                out[s] = exp(-g * dist)
+        elif self.kcode == SIGMOID:
+            for s in range(a, b):
+                out[s] = tanh(g * out[s] + c0)
+
+    # ================================================================ cache
+    cdef inline void _unlink(self, Py_ssize_t r) noexcept nogil:
+        cdef Py_ssize_t p = self.rprev[r], n = self.rnext[r]
+        if p >= 0:
+            self.rnext[p] = n
+        else:
+            self.rhead = n
+        if n >= 0:
+            self.rprev[n] = p
+        else:
+            self.rtail = p
+
+    cdef inline void _push_front(self, Py_ssize_t r) noexcept nogil:
+        self.rprev[r] = -1
+        self.rnext[r] = self.rhead
+        if self.rhead >= 0:
+            self.rprev[self.rhead] = r
+        self.rhead = r
+        if self.rtail < 0:
+            self.rtail = r
+
+    cdef inline void _touch(self, Py_ssize_t r) noexcept nogil:
+        if r != self.rhead:
+            self._unlink(r)
+            self._push_front(r)
+
+    cdef Py_ssize_t _new_record(self, int kind, Py_ssize_t key) noexcept nogil:
+        cdef Py_ssize_t r
+        if self.rec_free < 0 and not self._reserve_records(self.rec_cap * 2):
+            return -1
+        r = self.rec_free
+        self.rec_free = self.rnext[r]
+        self.rptr[r] = NULL
+        self.rlen[r] = 0
+        self.rcap[r] = 0
+        self.rkind[r] = kind
+        self.rkey[r] = key
+        self._push_front(r)
+        self.n_rows += 1
+        return r
+
+    cdef void _drop_record(self, Py_ssize_t r) noexcept nogil:
+        """Free a record and forget its key."""
+        if self.rkind[r] == KEY_SLOT:
+            self.srec[self.rkey[r]] = -1
+        elif self.rkind[r] == KEY_GID:
+            self.gid_rec[self.rkey[r]] = -1
+        self._unlink(r)
+        free(self.rptr[r])
+        self.used_bytes -= self.rcap[r] * <long long> sizeof(double)
+        self.rptr[r] = NULL
+        self.rlen[r] = 0
+        self.rcap[r] = 0
+        self.rkind[r] = -1
+        self.rnext[r] = self.rec_free
+        self.rec_free = r
+        self.n_rows -= 1
+        if self.pin1 == r:
+            self.pin1 = -1
+        if self.pin2 == r:
+            self.pin2 = -1
+
+    cdef bint _row_capacity(self, Py_ssize_t r, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t c
+        cdef double* p
+        if n <= self.rcap[r]:
+            return True
+        c = n + n // 8 + 16
+        p = <double*> _grow(self.rptr[r], c * sizeof(double))
+        if p == NULL:
+            self.oom = True
+            return False
+        self.rptr[r] = p
+        self.used_bytes += (c - self.rcap[r]) * <long long> sizeof(double)
+        self.rcap[r] = c
+        if self.used_bytes > self.peak_bytes:
+            self.peak_bytes = self.used_bytes
+        return True
+
+    cdef void _evict(self) noexcept nogil:
+        """Drop least recently used rows until the budget holds (pinned rows are kept)."""
+        cdef Py_ssize_t r = self.rtail, prev
+        while self.used_bytes > self.budget and r >= 0:
+            prev = self.rprev[r]
+            if r != self.pin1 and r != self.pin2:
+                self._drop_record(r)
+            r = prev
+
+    cdef double* _row(self, Py_ssize_t s) noexcept nogil:
+        """Kernel row of slot s over the slots 0 .. n_sp-1 (raw k, no shift).
+
+        The returned pointer and the one returned by the previous call stay
+        valid until the next call.  NULL when out of memory.
+        """
+        cdef Py_ssize_t r = self.srec[s], n = self.n_sp, lo
+        cdef double* row
+        if r < 0:
+            r = self._new_record(KEY_SLOT, s)
+            if r < 0:
+                return NULL
+            self.srec[s] = r
+        else:
+            self._touch(r)
+        if self.rlen[r] < n:
+            self.n_row_misses += 1
+            if not self._row_capacity(r, n):
+                return NULL
+            row = self.rptr[r]
+            lo = self.rlen[r]
+            if s >= lo:
+                self._kernel_fill(0, s, row, lo, s)
+                row[s] = self.kd[s]
+                self._kernel_fill(0, s, row, s + 1, n)
+            else:
+                self._kernel_fill(0, s, row, lo, n)
+            self.rlen[r] = n
+        else:
+            self.n_row_hits += 1
+        if self.pin1 != r:
+            self.pin2 = self.pin1
+            self.pin1 = r
+        self._evict()
+        return self.rptr[r]
+
+    # ================================================================ slots
+    cdef inline void _scan(self, Py_ssize_t e) noexcept nogil:
+        """Largest violations of slot e (all variables / support vectors only).
+
+        A variable's violation is max(−g if it may grow, g if α > 0); for a
+        support vector (α > 0) both directions count, so its violation is the
+        same number.  With a shared slack group (max-loss) the best pair too.
+        """
+        cdef Py_ssize_t y = self.lab[e], P = self.P
+        cdef const int* al = self.alist + y * P
+        cdef const int* sl = self.pslk + y * P
+        cdef const double* Ge = self.G + e * P
+        cdef const double* Ae = self.A + e * P
+        cdef const double* GSe = self.GS + e * self.R
+        cdef int na = self.nact[y], k, s, r
+        cdef int isb = -1, issv = -1, adn = -1, amn = -1, amnsv = -1
+        cdef double lim = self.C - self.eps_cap, g, a, v, sb = 0.0, ssv = 0.0
+        cdef double gdn = -INFINITY, gmn = INFINITY, gmnsv = INFINITY
+        for k in range(na):
+            s = al[k]
+            g = Ge[s]
+            a = Ae[s]
+            r = sl[s]
+            v = g if a > 0 else 0.0
+            if (r < 0 or GSe[r] < lim) and -g > v:
+                v = -g
+            if v > sb:
+                sb = v
+                isb = s
+            if a > 0 and v > ssv:
+                ssv = v
+                issv = s
+            if self.max_loss and r >= 0 and self.gsize[y, r] > 1:
+                # One shared slack group per class (checked by the Python layer).
+                if a > 0 and g > gdn:
+                    gdn = g
+                    adn = s
+                if g < gmn:
+                    gmn = g
+                    amn = s
+                if a > 0 and g < gmnsv:
+                    gmnsv = g
+                    amnsv = s
+        self.bs[e] = isb
+        self.bssv[e] = issv
+        self.pp[e] = -1
+        self.pq[e] = -1
+        self.ppsv[e] = -1
+        self.pqsv[e] = -1
+        self.viol[e] = sb
+        self.vsv[e] = ssv
+        if adn >= 0:
+            if amn >= 0 and amn != adn and gdn - gmn > sb:
+                self.viol[e] = gdn - gmn
+                self.pp[e] = adn
+                self.pq[e] = amn
+            if amnsv >= 0 and amnsv != adn and gdn - gmnsv > ssv:
+                self.vsv[e] = gdn - gmnsv
+                self.ppsv[e] = adn
+                self.pqsv[e] = amnsv
+
+    # ---------------------------------------------------------- fast path
+    cdef inline double _g(self, Py_ssize_t e, Py_ssize_t s) noexcept nogil:
+        """∂J/∂α_es (exact in both paths: σ and F are never stale)."""
+        if self.fast:
+            return self.ext[e].sig - self.F[e * self.Q + s] - self.gam[self.lab[e], s]
+        return self.G[e * self.P + s]
+
+    cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t y = self.lab[e], Q = self.Q
+        cdef int k
+        cdef double v = 0.0
+        cdef const double* Fe = self.F + e * Q
+        for k in range(self.ucnt[y]):
+            v += self.uval[y * Q + k] * Fe[self.ucol[y * Q + k]]
+        if self.centred:
+            v -= self.kap[y] * self.S[e]
+        self.ext[e].sig = v
+
+    cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
+        """σ and the exact extremes of h_e· = −F_e· − γ (fast path), then the violations."""
+        cdef Py_ssize_t y = self.lab[e], P = self.P
+        cdef const int* al = self.alist + y * P
+        cdef const int* sl = self.pslk + y * P
+        cdef const double* Fe = self.F + e * self.Q
+        cdef const double* Ae = self.A + e * P
+        cdef const double* GSe = self.GS + e * self.R
+        cdef const double* gm = &self.gam[y, 0]
+        cdef int na = self.nact[y], k, s, r
+        cdef int au = -1, ad = -1, aa = -1, ausv = -1, aasv = -1
+        cdef double h, lim = self.C - self.eps_cap
+        cdef double hu = INFINITY, hd = -INFINITY, ha = INFINITY, husv = INFINITY, hasv = INFINITY
+        cdef bint canup
+        self._sigma(e)
+        for k in range(na):
+            s = al[k]
+            h = -Fe[s] - gm[s]
+            r = sl[s]
+            canup = r < 0 or GSe[r] < lim
+            if canup and h < hu:
+                hu = h
+                au = s
+            if h < ha:
+                ha = h
+                aa = s
+            if Ae[s] > 0:
+                if h > hd:
+                    hd = h
+                    ad = s
+                if canup and h < husv:
+                    husv = h
+                    ausv = s
+                if h < hasv:
+                    hasv = h
+                    aasv = s
+        self.ext[e].hup = hu
+        self.ext[e].aup = au
+        self.ext[e].hdn = hd
+        self.ext[e].adn = ad
+        self.ext[e].hall = ha
+        self.ext[e].aall = aa
+        self.ext[e].hupsv = husv
+        self.ext[e].aupsv = ausv
+        self.ext[e].hallsv = hasv
+        self.ext[e].aallsv = aasv
+        self.ext[e].stale = 0
+        self._fviol(e)
+
+    cdef inline void _fviol(self, Py_ssize_t e) noexcept nogil:
+        """Violations of e (all variables, support vectors only) from σ and the extremes.
+
+        Upper bounds while e is stale.  The slots realising them are derived
+        on demand by :meth:`_fbest`.
+        """
+        cdef Ext* x = &self.ext[e]
+        cdef double sg = x.sig, vd = -INFINITY, v = 0.0, w
+        if x.adn >= 0:
+            vd = sg + x.hdn
+            if vd > v:
+                v = vd
+        if x.aup >= 0:
+            w = -sg - x.hup
+            if w > v:
+                v = w
+        if self.max_loss and x.adn >= 0 and (x.aall != x.adn or x.stale):
+            w = x.hdn - x.hall
+            if w > v:
+                v = w
+        self.viol[e] = v
+        v = vd if vd > 0 else 0.0
+        if x.aupsv >= 0:
+            w = -sg - x.hupsv
+            if w > v:
+                v = w
+        if self.max_loss and x.adn >= 0 and x.aallsv >= 0 and (x.aallsv != x.adn or x.stale):
+            w = x.hdn - x.hallsv
+            if w > v:
+                v = w
+        self.vsv[e] = v
+
+    cdef inline int _fsingle(self, Py_ssize_t e, bint sv) noexcept nogil:
+        """Most violating single variable of e (fast path; from bounds if stale), or -1."""
+        cdef Ext* x = &self.ext[e]
+        cdef double vu = -INFINITY, vd = -INFINITY
+        cdef int au = x.aupsv if sv else x.aup
+        if au >= 0:
+            vu = -x.sig - (x.hupsv if sv else x.hup)
+        if x.adn >= 0:
+            vd = x.sig + x.hdn
+        if vu > 0 and vu >= vd:
+            return au
+        if vd > 0:
+            return x.adn
+        return -1
+
+    cdef inline int _fbest(self, Py_ssize_t e, bint sv, int* q) noexcept nogil:
+        """First slot of e's best move and, when it is a pair of the slack group, the second.
+
+        S2DO's rule, on an exact (not stale) pattern: the pair (adn, aall) when
+        its violation beats every single variable, else the most violating
+        single variable; ``q`` is -1 for a single variable.
+        """
+        cdef Ext* x = &self.ext[e]
+        cdef double vu = -INFINITY, vd = -INFINITY, v = 0.0
+        cdef int au = x.aupsv if sv else x.aup, a2 = x.aallsv if sv else x.aall, p = -1
+        if au >= 0:
+            vu = -x.sig - (x.hupsv if sv else x.hup)
+        if x.adn >= 0:
+            vd = x.sig + x.hdn
+        if vu > 0 and vu >= vd:
+            p = au
+            v = vu
+        elif vd > 0:
+            p = x.adn
+            v = vd
+        q[0] = -1
+        if self.max_loss and x.adn >= 0 and a2 >= 0 and a2 != x.adn and \
+                x.hdn - (x.hallsv if sv else x.hall) > v:
+            q[0] = a2
+            return x.adn
+        return p
+
+    cdef inline void _refresh(self, Py_ssize_t e) noexcept nogil:
+        """Exact violations of e, whichever path."""
+        if self.fast:
+            self._rescan(e)
+        else:
+            self._scan(e)
+
+    cdef inline void _exact(self, Py_ssize_t e) noexcept nogil:
+        """Make the cached violations of e exact (fast path: rescan if stale)."""
+        if self.fast and self.ext[e].stale:
+            self._rescan(e)
+
+    cdef Py_ssize_t _argmax(self, const double* v) noexcept nogil:
+        """Slot of the largest violation > tol, or -1, in one pass.
+
+        A stale value is an upper bound: it is made exact (rescanned) only
+        when it would lead the running maximum, so the maximum found is exact.
+        """
+        cdef Py_ssize_t e, best_e = -1
+        cdef double best = self.tol
+        cdef bint fast = self.fast
+        for e in range(self.n_sp):
+            if v[e] > best:
+                if fast and self.ext[e].stale:
+                    self._rescan(e)
+                    if not v[e] > best:
+                        continue
+                best = v[e]
+                best_e = e
+        self.work_units += self.n_sp
+        return best_e
+
+    cdef Py_ssize_t _insert(self, Py_ssize_t b) noexcept nogil:
+        """Put pattern b of the batch in a new last slot: features, row, gradient.
+
+        Returns the slot, or -1 when out of memory.
+        """
+        cdef Py_ssize_t t = self.n_sp, g = self.bgid[b], k, c, Q = self.Q, P = self.P, nnz
+        cdef Py_ssize_t y = self.by[b], r
+        cdef int one = 1, nq, nt
+        cdef double alpha1 = 1.0, beta0 = 0.0, v, sq
+        cdef char trans = b'N'
+        cdef double* row
+        if not self._reserve(t + 1):
+            return -1
+        if self.layout == DENSE and self.d > 0:
+            memcpy(self.Xs + t * self.d, &self.bX[b, 0], self.d * sizeof(double))
+        elif self.layout == SPARSE:
+            nnz = self.bindptr[b + 1] - self.bindptr[b]
+            if not self._reserve_pool(nnz):
+                return -1
+            self.st[t] = self.pool_used
+            self.nz[t] = nnz
+            if nnz > 0:
+                memcpy(self.pval + self.pool_used, &self.bdata[self.bindptr[b]],
+                       nnz * sizeof(double))
+                memcpy(self.pidx + self.pool_used, &self.bindices[self.bindptr[b]],
+                       nnz * sizeof(int))
+            self.pool_used += nnz
+            self.pool_live += nnz
+        self.gid[t] = g
+        self.lab[t] = <int> y
+        self.kd[t] = self.bkd[b]
+        self.sq[t] = self.bsq[b]
+        self.l1[t] = self.bl1[b]
+        memset(self.A + t * P, 0, P * sizeof(double))
+        memset(self.B + t * Q, 0, Q * sizeof(double))
+        memset(self.GS + t * self.R, 0, self.R * sizeof(double))
+        self.srec[t] = -1
+        if self.n_gid > 0:
+            self.gid_slot[g] = t
+            r = self.gid_rec[g]
+            if r >= 0:
+                # Its row from an earlier epoch (slot order, maybe short).
+                self.gid_rec[g] = -1
+                self.rkind[r] = KEY_SLOT
+                self.rkey[r] = t
+                self.srec[t] = r
+        self.n_sp = t + 1
+        row = self._row(t)
+        if row == NULL:
+            return -1
+        # Uncentred scores F = Σ_s k(x, x_s) β_s over the other slots (its own α is 0),
+        # then g_p = ν_{y,p}·F − mean_c(ν_{y,p})·S − γ_{y,p} with S = Σ_c F (S2DO's formula).
+        for c in range(Q):
+            self.Fq[c] = 0.0
+        if t > 0:
+            nq = <int> Q
+            nt = <int> t
+            dgemv(&trans, &nq, &nt, &alpha1, self.B, &nq, row, &one, &beta0, self.Fq, &one)
+            self.work_units += 0.5 * t * Q
+        sq = 0.0
+        for c in range(Q):
+            sq += self.Fq[c]
+        if self.fast:
+            memcpy(self.F + t * Q, self.Fq, Q * sizeof(double))
+            self.S[t] = sq
+            self._rescan(t)
+            return t
+        for k in range(P):
+            if not self.act[y, k]:
+                self.G[t * P + k] = 0.0
+                continue
+            v = -self.gam[y, k]
+            for c in range(self.nzc[y * P + k]):
+                v += self.nzval[(y * P + k) * Q + c] * self.Fq[self.nzcol[(y * P + k) * Q + c]]
+            if self.centred:
+                v -= self.numean[y * P + k] * sq
+            self.G[t * P + k] = v
+        self._scan(t)
+        return t
+
+    cdef void _confirm(self, Py_ssize_t t) noexcept nogil:
+        """Slot t (the last) stays: its row extends every complete cached row by one entry."""
+        cdef Py_ssize_t s, r, rt = self.srec[t]
+        cdef double* row
+        self.n_inserted += 1
+        if rt < 0:
+            return
+        for s in range(t):
+            r = self.srec[s]
+            if r >= 0 and self.rlen[r] == t:
+                if not self._row_capacity(r, t + 1):
+                    self.oom = False   # not fatal: the row just stays short
+                    continue
+                row = self.rptr[rt]
+                self.rptr[r][t] = row[s]
+                self.rlen[r] = t + 1
+        self._evict()
+
+    cdef void _remove(self, Py_ssize_t t) noexcept nogil:
+        """Slot t leaves (α row zero); the last slot moves into it."""
+        cdef Py_ssize_t L = self.n_sp - 1, r, nxt, g = self.gid[t], P = self.P, Q = self.Q
+        cdef double* row
+        # The leaving pattern's row: keyed by its index in a fit, dropped in a stream.
+        r = self.srec[t]
+        if r >= 0:
+            if self.n_gid > 0:
+                self.rkind[r] = KEY_GID
+                self.rkey[r] = g
+                self.gid_rec[g] = r
+            else:
+                self._drop_record(r)
+            self.srec[t] = -1
+        if self.n_gid > 0:
+            self.gid_slot[g] = -1
+        if self.layout == SPARSE:
+            self.pool_live -= self.nz[t]
+        if t != L:
+            memcpy(self.A + t * P, self.A + L * P, P * sizeof(double))
+            if self.fast:
+                memcpy(self.F + t * Q, self.F + L * Q, Q * sizeof(double))
+                self.S[t] = self.S[L]
+                self.ext[t] = self.ext[L]
+            else:
+                memcpy(self.G + t * P, self.G + L * P, P * sizeof(double))
+            memcpy(self.B + t * Q, self.B + L * Q, Q * sizeof(double))
+            memcpy(self.GS + t * self.R, self.GS + L * self.R, self.R * sizeof(double))
+            self.gid[t] = self.gid[L]
+            self.lab[t] = self.lab[L]
+            self.kd[t] = self.kd[L]
+            self.sq[t] = self.sq[L]
+            self.l1[t] = self.l1[L]
+            self.viol[t] = self.viol[L]
+            self.vsv[t] = self.vsv[L]
+            self.bs[t] = self.bs[L]
+            self.pp[t] = self.pp[L]
+            self.pq[t] = self.pq[L]
+            self.bssv[t] = self.bssv[L]
+            self.ppsv[t] = self.ppsv[L]
+            self.pqsv[t] = self.pqsv[L]
+            if self.layout == DENSE and self.d > 0:
+                memcpy(self.Xs + t * self.d, self.Xs + L * self.d, self.d * sizeof(double))
+            elif self.layout == SPARSE:
+                self.st[t] = self.st[L]
+                self.nz[t] = self.nz[L]
+            self.srec[t] = self.srec[L]
+            if self.srec[t] >= 0:
+                self.rkey[self.srec[t]] = t
+            self.srec[L] = -1
+            if self.n_gid > 0:
+                self.gid_slot[self.gid[t]] = t
+        # Every cached row: entry t <- entry L, length clipped to the new n_sp = L.
+        r = self.rhead
+        while r >= 0:
+            nxt = self.rnext[r]
+            row = self.rptr[r]
+            if self.rlen[r] > L:
+                if t != L:
+                    row[t] = row[L]
+                self.rlen[r] = L
+            elif self.rlen[r] > t:
+                self.rlen[r] = t
+            r = nxt
+        self.n_sp = L
+        self.n_removed += 1
+
+    cdef bint _is_zero(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t s
+        cdef const double* a = self.A + e * self.P
+        for s in range(self.P):
+            if a[s] != 0:
+                return False
+        return True
+
+    # ================================================================ steps
+    cdef void _second_in_pattern(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
+                                 bint sv_only, double* best, Py_ssize_t* k,
+                                 Py_ssize_t* q) noexcept nogil:
+        """Best-gain partner of (i, p) among the other variables of pattern i."""
+        cdef Py_ssize_t y = self.lab[i], s, P = self.P
+        cdef int r1 = self.slk[y, p], r2
+        cdef double g2, h12, h22, gn, kii = self.kd[i] + self.shift
+        cdef double lim = self.C - self.eps_cap
+        cdef const double* Mrow = &self.M[y * P + p, 0]
+        cdef bint movable
+        for s in range(P):
+            if s == p or not self.act[y, s]:
+                continue
+            if sv_only and not self.A[i * P + s] > 0:
+                continue
+            g2 = self._g(i, s)
+            if g2 == 0:
+                continue
+            r2 = self.slk[y, s]
+            if r1 >= 0 and r2 == r1:
+                movable = g2 < 0 or self.A[i * P + s] > 0
+            else:
+                movable = (g2 < 0 and (r2 < 0 or self.GS[i * self.R + r2] < lim)) or \
+                    (g2 > 0 and self.A[i * P + s] > 0)
+            if not movable:
+                continue
+            h22 = self.Mdiag[y, s] * kii
+            h12 = Mrow[y * P + s] * kii
+            gn = _gain(g1, g2, h11, h12, h22)
+            if gn > best[0]:
+                best[0] = gn
+                k[0] = i
+                q[0] = s
+        self.work_units += 4.0 * P
+
+    cdef void _second_all(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
+                          const double* Ki, bint sv_only, double* best, Py_ssize_t* k,
+                          Py_ssize_t* q) noexcept nogil:
+        """Best-gain partner of (i, p) among every other pattern's best single violator.
+
+        A stale pattern's candidate comes from bounds: it is kept only if its
+        exact gradient shows it can really move (as S2DO does).
+        """
+        cdef Py_ssize_t e, ye, s, P = self.P, n = self.n_sp, yi = self.lab[i]
+        cdef int r2
+        cdef double g2, h12, h22, gn, shift = self.shift, lim = self.C - self.eps_cap
+        cdef const double* Mrow = &self.M[yi * P + p, 0]
+        cdef const int* cand = self.bssv if sv_only else self.bs
+        cdef bint check = self.fast
+        for e in range(n):
+            if e == i:
+                continue
+            s = self._fsingle(e, sv_only) if check else cand[e]
+            if s < 0:
+                continue
+            ye = self.lab[e]
+            g2 = self._g(e, s)
+            if check and self.ext[e].stale:
+                r2 = self.slk[ye, s]
+                if not ((g2 < 0 and (r2 < 0 or self.GS[e * self.R + r2] < lim))
+                        or (g2 > 0 and self.A[e * P + s] > 0)):
+                    continue
+            h22 = self.Mdiag[ye, s] * (self.kd[e] + shift)
+            h12 = Mrow[ye * P + s] * Ki[e]
+            gn = _gain(g1, g2, h11, h12, h22)
+            if gn > best[0]:
+                best[0] = gn
+                k[0] = e
+                q[0] = s
+        self.work_units += 4.0 * n
+
+    cdef int _step(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k, Py_ssize_t q,
+                   Py_ssize_t keep) noexcept nogil:
+        """Optimise (i, p) and (k, q) (k < 0: (i, p) alone) and update everything.
+
+        ``keep`` is a slot not to remove even if its α row becomes zero (the
+        tentative new pattern, handled by the caller), or -1.  Returns 1 when
+        α changed, 0 when the optimal step is zero, -1 when out of memory.
+        """
+        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, yi = self.lab[i], yk
+        cdef Py_ssize_t n = self.n_sp, hi, lo
+        cdef double* Ki
+        cdef double* Kk = NULL
+        cdef double g1, g2 = 0.0, h11, h12 = 0.0, h22 = 1.0, a1, a2 = 0.0, l1, u1, l2 = 0.0
+        cdef double u2 = 0.0, tcap = 0.0, mu1 = 0.0, mu2 = 0.0, n1, n2, others, d1, d2
+        cdef double shift = self.shift, Kii
+        cdef int r1, r2 = -1
+        cdef bint tri = False, single = k < 0
+        Ki = self._row(i)
+        if Ki == NULL:
+            return -1
+        if not single and k != i:
+            Kk = self._row(k)
+            if Kk == NULL:
+                return -1
+            Ki = self.rptr[self.srec[i]]   # still valid (pinned)
+        Kii = self.kd[i] + shift
+        r1 = self.slk[yi, p]
+        g1 = self._g(i, p)
+        h11 = self.Mdiag[yi, p] * Kii
+        a1 = self.A[i * P + p]
+        l1 = -a1
+        if single:
+            u1 = INFINITY if r1 < 0 else self.C - self.GS[i * R + r1]
+            if u1 < 0:
+                u1 = 0.0
+            _solve_2d(g1, 0.0, h11, 0.0, 1.0, l1, u1, 0.0, 0.0, 0.0, False, &mu1, &mu2)
+            mu2 = 0.0
+            k = i
+            q = p
+        else:
+            yk = self.lab[k]
+            r2 = self.slk[yk, q]
+            a2 = self.A[k * P + q]
+            g2 = self._g(k, q)
+            h22 = self.Mdiag[yk, q] * (self.kd[k] + shift)
+            h12 = self.M[yi * P + p, yk * P + q] * (Kii if k == i else Ki[k])
+            l2 = -a2
+            tri = k == i and r1 >= 0 and r1 == r2
+            if tri:
+                tcap = self.C - self.GS[i * R + r1]
+                if tcap < 0:
+                    tcap = 0.0
+                u1 = tcap + a2
+                u2 = tcap + a1
+            else:
+                u1 = INFINITY if r1 < 0 else self.C - self.GS[i * R + r1]
+                u2 = INFINITY if r2 < 0 else self.C - self.GS[k * R + r2]
+                if u1 < 0:
+                    u1 = 0.0
+                if u2 < 0:
+                    u2 = 0.0
+            _solve_2d(g1, g2, h11, h12, h22, l1, u1, l2, u2, tcap, tri, &mu1, &mu2)
+
+        # New values, snapped onto the bounds they are within rounding of (as S2DO).
+        n1 = a1 + mu1
+        if n1 < self.eps_zero:
+            n1 = 0.0
+        if single:
+            n2 = n1
+            a2 = a1
+        else:
+            n2 = a2 + mu2
+            if n2 < self.eps_zero:
+                n2 = 0.0
+        if tri:
+            others = self.GS[i * R + r1] - a1 - a2
+            if n1 + n2 + others > self.C - self.eps_cap:
+                n2 = self.C - others - n1
+                if n2 < 0:
+                    n2 = 0.0
+                    n1 = self.C - others
+        else:
+            if r1 >= 0 and self.gsize[yi, r1] == 1 and n1 > self.C - self.eps_cap:
+                n1 = self.C
+            if not single:
+                r2 = self.slk[self.lab[k], q]
+                if r2 >= 0 and self.gsize[self.lab[k], r2] == 1 and n2 > self.C - self.eps_cap:
+                    n2 = self.C
+        d1 = n1 - a1
+        d2 = 0.0 if single else n2 - a2
+        if d1 == 0 and d2 == 0:
+            return 0
+        # Exact change of J over the step.
+        self.J += g1 * d1 + g2 * d2 + 0.5 * (h11 * d1 * d1 + 2.0 * h12 * d1 * d2 + h22 * d2 * d2)
+        self.A[i * P + p] = n1
+        if r1 >= 0:
+            self.GS[i * R + r1] += d1
+        if not single:
+            self.A[k * P + q] = n2
+            if r2 >= 0:
+                self.GS[k * R + r2] += d2
+        if r1 >= 0:
+            self._fix_group(i, r1)
+        if not single and r2 >= 0:
+            self._fix_group(k, r2)
+        if Kk == NULL:
+            Kk = Ki
+        if self.fast:
+            self._fast_pass(i, p, d1, k, q, d2, Ki, Kk)
+        else:
+            self._generic_pass(i, p, d1, k, q, d2, Ki, Kk)
+        self.n_steps += 1
+        self.pass_steps += 1
+        # Patterns whose α row became zero leave (the larger slot first).
+        hi = i if i > k else k
+        lo = k if i > k else i
+        if hi != keep and self._is_zero(hi):
+            self._remove(hi)
+        if lo != hi and lo != keep and self._is_zero(lo):
+            self._remove(lo)
+        return 1
+
+    cdef int _collect(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
+                      Py_ssize_t q, double d2, double* dS0, double* dS1) noexcept nogil:
+        """Columns where β changes (uncentred ν non-zeros) with the deltas of rows i and k.
+
+        Updates B; returns the number of columns in ``pcol`` (deltas in
+        ``pw0`` for row i and ``pw1`` for row k; both in pw0 when k == i).
+        """
+        cdef Py_ssize_t Q = self.Q, P = self.P, base, row
+        cdef int j, t, c, u, at, nc = 0
+        cdef double v, dv
+        cdef double* w
+        dS0[0] = 0.0
+        dS1[0] = 0.0
+        for t in range(2):
+            if t == 0:
+                base = (self.lab[i] * P + p) * Q
+                v = d1
+            else:
+                base = (self.lab[k] * P + q) * Q
+                v = d2
+            if v == 0:
+                continue
+            row = i if (t == 0 or k == i) else k
+            w = self.pw0 if row == i else self.pw1
+            for j in range(self.nzc[base // Q]):
+                c = self.nzcol[base + j]
+                dv = v * self.nzval[base + j]
+                self.B[row * Q + c] += dv
+                if row == i:
+                    dS0[0] += dv
+                else:
+                    dS1[0] += dv
+                at = -1
+                for u in range(nc):
+                    if self.pcol[u] == c:
+                        at = u
+                        break
+                if at < 0:
+                    at = nc
+                    self.pcol[nc] = c
+                    self.pw0[nc] = 0.0
+                    self.pw1[nc] = 0.0
+                    nc += 1
+                w[at] += dv
+        return nc
+
+    cdef void _generic_pass(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
+                            Py_ssize_t q, double d2, const double* Ki,
+                            const double* Kk) noexcept nogil:
+        """G += (M row of (i,p)) d1 k' + (M row of (k,q)) d2 k' for every slot; rescan all."""
+        cdef Py_ssize_t e, s, ye, n = self.n_sp, P = self.P
+        cdef double kv1, kv2, c1, c2, shift = self.shift, dS0, dS1
+        cdef const double* M1 = &self.M[self.lab[i] * P + p, 0]
+        cdef const double* M2 = &self.M[self.lab[k] * P + q, 0]
+        cdef double* Ge
+        self._collect(i, p, d1, k, q, d2, &dS0, &dS1)
+        for e in range(n):
+            kv1 = Ki[e]
+            kv2 = Kk[e]
+            if e == i:
+                kv1 = kv1 + shift
+            if e == k:
+                kv2 = kv2 + shift
+            c1 = d1 * kv1
+            c2 = d2 * kv2
+            ye = self.lab[e] * P
+            Ge = self.G + e * P
+            for s in range(P):
+                Ge[s] += c1 * M1[ye + s] + c2 * M2[ye + s]
+            self._scan(e)
+        self.work_units += 2.0 * n * P
+
+    cdef void _fast_pass(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
+                         Py_ssize_t q, double d2, const double* Ki,
+                         const double* Kk) noexcept nogil:
+        """F and S of every slot on the changed columns, σ, and the extremes of h.
+
+        The patterns of the step are rescanned; for the others only the
+        changed slots are compared with the cached extremes, and an extreme
+        whose slot moved away is kept as a bound (the pattern is *stale*,
+        rescanned when it matters) -- S2DO's fast path.
+        """
+        cdef Py_ssize_t e, y, n = self.n_sp, P = self.P, Q = self.Q, R = self.R
+        cdef int j, nc, s, r, au, ad, aa, ausv, aasv
+        cdef double dS0, dS1, k0, k1, h, hu, hd, ha, husv, hasv, a
+        cdef double shift = self.shift, lim = self.C - self.eps_cap
+        cdef bint dirty, centred = self.centred, max_loss = self.max_loss, canup, rescan_all
+        cdef double* Fe
+        cdef const double* gm
+        cdef const int* sl
+        nc = self._collect(i, p, d1, k, q, d2, &dS0, &dS1)
+        rescan_all = 2 * nc > P
+        for e in range(n):
+            k0 = Ki[e]
+            k1 = Kk[e]
+            if e == i:
+                k0 = k0 + shift
+            if e == k:
+                k1 = k1 + shift
+            Fe = self.F + e * Q
+            if k == i:
+                for j in range(nc):
+                    Fe[self.pcol[j]] += self.pw0[j] * k0
+                if centred:
+                    self.S[e] += dS0 * k0
+            else:
+                for j in range(nc):
+                    Fe[self.pcol[j]] += self.pw0[j] * k0 + self.pw1[j] * k1
+                if centred:
+                    self.S[e] += dS0 * k0 + dS1 * k1
+            if e == i or e == k or rescan_all:
+                self._rescan(e)
+                continue
+            self._sigma(e)
+            y = self.lab[e]
+            gm = &self.gam[y, 0]
+            sl = self.pslk + y * P
+            dirty = self.ext[e].stale
+            hu = self.ext[e].hup
+            hd = self.ext[e].hdn
+            ha = self.ext[e].hall
+            husv = self.ext[e].hupsv
+            hasv = self.ext[e].hallsv
+            au = self.ext[e].aup
+            ad = self.ext[e].adn
+            aa = self.ext[e].aall
+            ausv = self.ext[e].aupsv
+            aasv = self.ext[e].aallsv
+            for j in range(nc):
+                s = self.pcol[j]
+                if not self.act[y, s]:
+                    continue
+                h = -Fe[s] - gm[s]
+                r = sl[s]
+                canup = r < 0 or self.GS[e * R + r] < lim
+                a = self.A[e * P + s]
+                if canup:
+                    if h < hu:
+                        hu = h
+                        au = s
+                    elif au == s:
+                        dirty = True
+                if h < ha:
+                    ha = h
+                    aa = s
+                elif aa == s:
+                    dirty = True
+                if a > 0:
+                    if h > hd:
+                        hd = h
+                        ad = s
+                    elif ad == s:
+                        dirty = True
+                    if canup:
+                        if h < husv:
+                            husv = h
+                            ausv = s
+                        elif ausv == s:
+                            dirty = True
+                    if h < hasv:
+                        hasv = h
+                        aasv = s
+                    elif aasv == s:
+                        dirty = True
+            self.ext[e].hup = hu
+            self.ext[e].hdn = hd
+            self.ext[e].hall = ha
+            self.ext[e].hupsv = husv
+            self.ext[e].hallsv = hasv
+            self.ext[e].aup = au
+            self.ext[e].adn = ad
+            self.ext[e].aall = aa
+            self.ext[e].aupsv = ausv
+            self.ext[e].aallsv = aasv
+            self.ext[e].stale = dirty
+            self._fviol(e)
+        self.work_units += n * (6.0 + 3.0 * nc)
+
+    cdef void _fix_group(self, Py_ssize_t e, int r) noexcept nogil:
+        """Recompute a slack-group sum from its members (no drift at the bound)."""
+        cdef Py_ssize_t y = self.lab[e], s
+        cdef double v = 0.0
+        for s in range(self.P):
+            if self.slk[y, s] == r:
+                v += self.A[e * self.P + s]
+        self.GS[e * self.R + r] = v
+
+    cdef int _step_in(self, Py_ssize_t i, bint sv_only, bint same_pattern,
+                      Py_ssize_t keep) noexcept nogil:
+        """A step whose first variable comes from pattern i.
+
+        Returns 1 if α changed, 0 if i has no violation above tol (or the
+        optimal step is zero), -1 when out of memory.
+        """
+        cdef Py_ssize_t p, k = -1, q = -1
+        cdef int qi = -1
+        cdef double v
+        cdef double g1, h11, best = -1.0
+        cdef double* Ki
+        self._exact(i)
+        v = self.vsv[i] if sv_only else self.viol[i]
+        if v <= self.tol:
+            return 0
+        if self.fast:
+            p = self._fbest(i, sv_only, &qi)
+            q = qi
+        elif sv_only:
+            p = self.ppsv[i]
+            q = self.pqsv[i]
+            if p < 0:
+                p = self.bssv[i]
+        else:
+            p = self.pp[i]
+            q = self.pq[i]
+            if p < 0:
+                p = self.bs[i]
+        if p < 0:
+            return 0
+        if q >= 0:
+            # §5.2.1: the pair of one slack group is the working set.
+            return self._step(i, p, i, q, keep)
+        g1 = self._g(i, p)
+        h11 = self.Mdiag[self.lab[i], p] * (self.kd[i] + self.shift)
+        self._second_in_pattern(i, p, g1, h11, sv_only, &best, &k, &q)
+        if not same_pattern and self.n_sp > 1:
+            Ki = self._row(i)
+            if Ki == NULL:
+                return -1
+            self._second_all(i, p, g1, h11, Ki, sv_only, &best, &k, &q)
+        return self._step(i, p, k, q, keep)
+
+    cdef int _old_step(self, int kind) noexcept nogil:
+        """One TWO_OLD (kind 1) or TWO_OLD_SUPPORTS (kind 2) step by the strategy."""
+        cdef Py_ssize_t i, n = self.n_sp
+        if n == 0:
+            return 0
+        if self.strategy == S2DO_ALL:
+            i = self._argmax(self.vsv if kind == TWO_OLD_SUPPORTS else self.viol)
+            if i < 0:
+                return 0
+        else:
+            i = self._randint(n)
+        return self._step_in(i, kind == TWO_OLD_SUPPORTS, self.strategy == RP_S2DO_PATTERN, -1)
+
+    cdef int _two_news(self, Py_ssize_t b) noexcept nogil:
+        """TWO_NEWS on pattern b of the batch (Algorithms 6 and 8)."""
+        cdef Py_ssize_t t = -1, g = self.bgid[b]
+        cdef bint fresh = True
+        cdef int res
+        if self.n_gid > 0 and self.gid_slot[g] >= 0:
+            t = self.gid_slot[g]
+            fresh = False
+        else:
+            t = self._insert(b)
+            if t < 0:
+                return -1
+        res = self._step_in(t, False, True, t if fresh else -1)
+        if res < 0:
+            return -1
+        if fresh:
+            if self._is_zero(t):
+                if res == 0:
+                    self.n_new_skipped += 1
+                self._remove(t)
+            else:
+                self._confirm(t)
+        return res
+
+    cdef int _draw(self) noexcept nogil:
+        """A step type with probability ∝ its rate, each raised to ≥ η of the sum."""
+        cdef double w[3]
+        cdef double tot = 0.0, floor_, u
+        cdef int t
+        for t in range(N_STEP_TYPES):
+            tot += self.rate[t]
+        floor_ = self.eta * tot
+        if tot <= 0:
+            floor_ = 1.0
+        tot = 0.0
+        for t in range(N_STEP_TYPES):
+            w[t] = self.rate[t] if self.rate[t] > floor_ else floor_
+            tot += w[t]
+        u = self._uniform() * tot
+        for t in range(N_STEP_TYPES - 1):
+            if u < w[t]:
+                return t
+            u -= w[t]
+        return N_STEP_TYPES - 1
+
+    cdef void _rate(self, int t, double J0, double W0, double T0) noexcept nogil:
+        cdef double dw = self.work_units - W0
+        self.time_type[t] += _now() - T0
+        self.work_type[t] += dw
+        if dw < 1.0:
+            dw = 1.0
+        self.rate[t] = self.beta * (J0 - self.J) / dw + (1.0 - self.beta) * self.rate[t]
+        self.natomic_type[t] += 1
+
+    # ================================================================ driver
+    def set_batch(self, X, data, indices, indptr, sqnorm, l1norm, kdiag, y, gids, order):
+        """The patterns of the next pass: features, norms, k(x,x), labels, indices, order.
+
+        Dense layout: ``X`` (n, d) C-contiguous float64.  Sparse: ``data``,
+        ``indices`` (int32) and ``indptr`` (intp) of a canonical CSR matrix.
+        Gram layout: neither (``gids`` index the Gram matrix).  ``order`` is the
+        visiting order (positions into the batch).
+        """
+        empty = np.zeros((1, 1))
+        self.bX = X if X is not None else empty
+        self.bdata = data if data is not None else np.zeros(1)
+        self.bindices = indices if indices is not None else np.zeros(1, dtype=np.int32)
+        self.bindptr = indptr if indptr is not None else np.zeros(2, dtype=np.intp)
+        self.bsq = sqnorm
+        self.bl1 = l1norm
+        self.bkd = kdiag
+        self.by = y
+        self.bgid = gids
+        self.order = order
+        self.n_order = order.shape[0]
+        self.pos = 0
+        self.pass_steps = 0
+        if self.n_gid > 0 and gids.shape[0] and (np.min(gids) < 0 or np.max(gids) >= self.n_gid):
+            raise ValueError("pattern indices out of range")
+
+    def run_pass(self, long long max_steps, double time_limit):
+        """Feed the batch patterns from ``pos`` on (Algorithm 7).
+
+        Returns 0 when the pass is complete, 1 when ``max_steps`` 2-D steps
+        were taken, 2 when ``time_limit`` seconds are up, 3 when memory ran out.
+        """
+        cdef int status = DONE, t, res = 0
+        cdef long long start_steps = self.n_steps, k
+        cdef double t0, J0, W0, T0
+        with nogil:
+            t0 = _now()
+            while self.pos < self.n_order:
+                if self.n_steps - start_steps >= max_steps:
+                    status = MAX_STEPS
+                    break
+                J0 = self.J
+                W0 = self.work_units
+                T0 = _now()
+                res = self._two_news(self.order[self.pos])
+                if res < 0:
+                    break
+                self.nstep_type[TWO_NEWS] += res
+                self._rate(TWO_NEWS, J0, W0, T0)
+                self.pos += 1
+                while True:
+                    t = self._draw()
+                    if t == TWO_NEWS:
+                        break
+                    J0 = self.J
+                    W0 = self.work_units
+                    T0 = _now()
+                    for k in range(self.mult[t]):
+                        res = self._old_step(t)
+                        if res < 0:
+                            break
+                        self.nstep_type[t] += res
+                    if res < 0:
+                        break
+                    self._rate(t, J0, W0, T0)
+                    if self.n_steps - start_steps >= max_steps:
+                        break
+                if res < 0:
+                    break
+                if _now() - t0 > time_limit and self.pos < self.n_order:
+                    status = TIME_UP
+                    break
+        if res < 0 or self.oom:
+            return NO_MEMORY
+        return status
+
+    def finish(self, long long max_steps, double time_limit):
+        """S2DO_ALL steps on the support patterns until none violates by more than tol.
+
+        Returns 0 (done), 1 (``max_steps``), 2 (time is up) or 3 (out of memory).
+        """
+        cdef int status = DONE, res = 1
+        cdef long long start_steps = self.n_steps
+        cdef int saved = self.strategy
+        cdef double t0
+        with nogil:
+            t0 = _now()
+            self.strategy = S2DO_ALL
+            while True:
+                if self.n_steps - start_steps >= max_steps:
+                    status = MAX_STEPS
+                    break
+                res = self._old_step(TWO_OLD)
+                if res <= 0:
+                    break
+                self.n_finish_steps += 1
+                if ((self.n_steps - start_steps) & 63) == 0 and _now() - t0 > time_limit:
+                    status = TIME_UP
+                    break
+            self.strategy = saved
+        if res < 0 or self.oom:
+            return NO_MEMORY
+        return status
+
+    # ================================================================ Python views
+    def max_violation(self):
+        """Largest KKT violation over the support patterns (exact; 0 when there are none)."""
+        cdef Py_ssize_t e
+        cdef double v = 0.0
+        for e in range(self.n_sp):
+            self._exact(e)
+            if self.viol[e] > v:
+                v = self.viol[e]
+        return v
+
+    def support(self):
+        """(gid, label, α, β) of the support patterns, slot order (copies; β uncentred)."""
+        cdef Py_ssize_t n = self.n_sp
+        gids = np.array(<Py_ssize_t[:n]> self.gid, dtype=np.intp) if n else np.zeros(0, np.intp)
+        labels = np.array(<int[:n]> self.lab, dtype=np.intp) if n else np.zeros(0, np.intp)
+        alpha = np.array(<double[:n * self.P]> self.A).reshape(n, self.P) if n \
+            else np.zeros((0, self.P))
+        beta = np.array(<double[:n * self.Q]> self.B).reshape(n, self.Q) if n \
+            else np.zeros((0, self.Q))
+        return gids, labels, alpha, beta
+
+    def gradients(self):
+        """Gradients ∂J/∂α of the support patterns, (n_sp, P) (a copy; 0 on inactive slots)."""
+        cdef Py_ssize_t n = self.n_sp, e, k
+        out = np.zeros((n, self.P))
+        cdef double[:, ::1] o = out
+        for e in range(n):
+            for k in range(self.P):
+                if self.act[self.lab[e], k]:
+                    o[e, k] = self._g(e, k)
+        return out
+
+    def scores(self):
+        """(F, S): uncentred scores K'β of the support patterns and their row sums (fast path)."""
+        cdef Py_ssize_t n = self.n_sp
+        if not self.fast:
+            return None, None
+        if n == 0:
+            return np.zeros((0, self.Q)), np.zeros(0)
+        return (np.array(<double[:n * self.Q]> self.F).reshape(n, self.Q),
+                np.array(<double[:n]> self.S))
+
+    def features(self):
+        """Features of the support patterns, slot order: dense (n_sp, d) or CSR parts."""
+        cdef Py_ssize_t n = self.n_sp, s, k, w = 0
+        if self.layout == DENSE:
+            if n == 0 or self.d == 0:
+                return np.zeros((n, self.d))
+            return np.array(<double[:n * self.d]> self.Xs).reshape(n, self.d)
+        if self.layout == SPARSE:
+            indptr = np.zeros(n + 1, dtype=np.intp)
+            for s in range(n):
+                indptr[s + 1] = indptr[s] + self.nz[s]
+            total = int(indptr[n])
+            data = np.empty(total)
+            indices = np.empty(total, dtype=np.int32)
+            for s in range(n):
+                for k in range(self.nz[s]):
+                    data[w] = self.pval[self.st[s] + k]
+                    indices[w] = self.pidx[self.st[s] + k]
+                    w += 1
+            return data, indices, indptr
+        return None
+
+    def stats(self):
+        """Counters of the run (plain Python numbers)."""
+        return {
+            "n_steps": int(self.n_steps),
+            "steps": {**{STEP_NAMES[t]: int(self.nstep_type[t]) for t in range(N_STEP_TYPES)},
+                      "finish": int(self.n_finish_steps)},
+            "atomic_steps": {STEP_NAMES[t]: int(self.natomic_type[t])
+                             for t in range(N_STEP_TYPES)},
+            "rates": {STEP_NAMES[t]: float(self.rate[t]) for t in range(N_STEP_TYPES)},
+            "time_by_type": {STEP_NAMES[t]: float(self.time_type[t]) for t in range(N_STEP_TYPES)},
+            "work_by_type": {STEP_NAMES[t]: float(self.work_type[t]) for t in range(N_STEP_TYPES)},
+            "n_support_patterns": int(self.n_sp),
+            "n_inserted": int(self.n_inserted),
+            "n_removed": int(self.n_removed),
+            "n_new_skipped": int(self.n_new_skipped),
+            "n_kernel_evaluations": int(self.n_kernel_evaluations),
+            "work_units": float(self.work_units),
+            "cache_rows": int(self.n_rows),
+            "cache_bytes": int(self.used_bytes),
+            "cache_peak_bytes": int(self.peak_bytes),
+            "cache_budget_bytes": int(self.budget),
+            "row_hits": int(self.n_row_hits),
+            "row_misses": int(self.n_row_misses),
+        }
+
+    def export(self):
+        """Everything needed to rebuild the state (the cache is not kept)."""
+        gids, labels, alpha, beta = self.support()
+        F, S = self.scores()
+        out = {
+            "gids": gids, "labels": labels, "alpha": alpha, "beta": beta,
+            "G": self.gradients(), "F": F, "S": S, "features": self.features(),
+            "kd": np.array(<double[:self.n_sp]> self.kd) if self.n_sp else np.zeros(0),
+            "sq": np.array(<double[:self.n_sp]> self.sq) if self.n_sp else np.zeros(0),
+            "l1": np.array(<double[:self.n_sp]> self.l1) if self.n_sp else np.zeros(0),
+            "rng": int(self.rng), "rates": [float(self.rate[t]) for t in range(N_STEP_TYPES)],
+            "J": float(self.J), "n_steps": int(self.n_steps),
+            "n_kernel_evaluations": int(self.n_kernel_evaluations),
+            "work_units": float(self.work_units),
+            "nstep_type": [int(self.nstep_type[t]) for t in range(N_STEP_TYPES)],
+            "natomic_type": [int(self.natomic_type[t]) for t in range(N_STEP_TYPES)],
+            "counters": [int(self.n_inserted), int(self.n_removed), int(self.n_new_skipped),
+                         int(self.n_finish_steps)],
+        }
+        return out
+
+    def restore(self, state):
+        """Load the output of :meth:`export` into a fresh state (same problem tables)."""
+        cdef Py_ssize_t n = len(state["gids"]), s, P = self.P, Q = self.Q, R = self.R, k, c
+        cdef int r
+        if self.n_sp != 0:
+            raise ValueError("restore() needs a fresh state")
+        if not self._reserve(max(n, 1)):
+            raise MemoryError()
+        alpha = np.ascontiguousarray(state["alpha"], dtype=np.float64).reshape(n, P)
+        beta = np.ascontiguousarray(state["beta"], dtype=np.float64).reshape(n, Q)
+        G = np.ascontiguousarray(state["G"], dtype=np.float64).reshape(n, P)
+        if self.fast:
+            if state.get("F") is None:
+                raise ValueError("restore(): the fast path needs the scores F and S")
+            F = np.ascontiguousarray(state["F"], dtype=np.float64).reshape(n, Q)
+            S = np.ascontiguousarray(state["S"], dtype=np.float64).reshape(n)
+        feats = state["features"]
+        if self.layout == SPARSE:
+            data, indices, indptr = feats
+            if not self._reserve_pool(len(data)):
+                raise MemoryError()
+        for s in range(n):
+            self.gid[s] = int(state["gids"][s])
+            self.lab[s] = int(state["labels"][s])
+            self.kd[s] = float(state["kd"][s])
+            self.sq[s] = float(state["sq"][s])
+            self.l1[s] = float(state["l1"][s])
+            self.srec[s] = -1
+            for k in range(P):
+                self.A[s * P + k] = alpha[s, k]
+                if not self.fast:
+                    self.G[s * P + k] = G[s, k]
+            for c in range(Q):
+                self.B[s * Q + c] = beta[s, c]
+                if self.fast:
+                    self.F[s * Q + c] = F[s, c]
+            if self.fast:
+                self.S[s] = S[s]
+            for r in range(R):
+                self.GS[s * R + r] = 0.0
+            for k in range(P):
+                r = self.slk[self.lab[s], k]
+                if r >= 0:
+                    self.GS[s * R + r] += alpha[s, k]
+            if self.layout == DENSE:
+                for k in range(self.d):
+                    self.Xs[s * self.d + k] = feats[s, k]
+            elif self.layout == SPARSE:
+                self.st[s] = self.pool_used
+                self.nz[s] = indptr[s + 1] - indptr[s]
+                for k in range(self.nz[s]):
+                    self.pval[self.pool_used + k] = data[indptr[s] + k]
+                    self.pidx[self.pool_used + k] = indices[indptr[s] + k]
+                self.pool_used += self.nz[s]
+                self.pool_live += self.nz[s]
+            if self.n_gid > 0:
+                self.gid_slot[self.gid[s]] = s
+            self.n_sp = s + 1
+        for s in range(n):
+            self._refresh(s)
+        self.rng = <unsigned long long> state["rng"]
+        for k in range(N_STEP_TYPES):
+            self.rate[k] = state["rates"][k]
+            self.nstep_type[k] = state["nstep_type"][k]
+            self.natomic_type[k] = state["natomic_type"][k]
+        self.J = state["J"]
+        self.n_steps = state["n_steps"]
+        self.n_kernel_evaluations = state["n_kernel_evaluations"]
+        self.work_units = state["work_units"]
+        (self.n_inserted, self.n_removed, self.n_new_skipped,
+         self.n_finish_steps) = state["counters"]
+
+    def _debug_rows(self):
+        """Cached rows as {(kind, key): array} (tests)."""
+        out = {}
+        r = self.rhead
+        while r >= 0:
+            n = self.rlen[r]
+            out[("slot" if self.rkind[r] == KEY_SLOT else "gid", int(self.rkey[r]))] = (
+                np.array(<double[:n]> self.rptr[r]) if n else np.zeros(0))
+            r = self.rnext[r]
+        return out
+
+    def __reduce__(self):
+        raise TypeError("OnlineState cannot be pickled directly; use export()/restore().")

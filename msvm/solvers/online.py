@@ -1,0 +1,646 @@
+"""Online LaRank-style solver for the bias-free machines (seed 004, ch. 4 and 5).
+
+One pass over the training set, pattern by pattern, keeping only the
+support patterns: each new pattern gets a TWO_NEWS step (two of its own
+variables), and an adaptive scheduler spends the rest of the budget on
+TWO_OLD and TWO_OLD_SUPPORTS steps among the support patterns (Algorithm 7,
+β = 0.05, η = 0.05, multipliers 1 for TWO_NEWS and Q for the old steps).
+The working set of the old steps follows one of the three strategies of
+§4.2.2 (``online_strategy``).  The loop runs in Cython without the GIL
+(:mod:`msvm._core._online`, whose docstring describes the bookkeeping:
+gradients stored for support patterns only, a kernel-row cache over the
+support patterns bounded in MB, how patterns enter and leave); it shares
+S2DO's gain and 2-D steps (:mod:`msvm._core._steps`).
+
+``epochs``: 1 is seed 004's online ×1, 2 its ×2, and ``None`` its ×∞: passes
+alternate with a *finishing* phase (S2DO_ALL steps on the support patterns
+until none violates the KKT conditions by more than ``tol``) until a pass
+over the whole training set takes no step at all.  Every pattern was then
+checked against the final α, so the largest KKT violation over all
+variables is ≤ ``tol``: the batch stopping criterion of BENCHMARKS.md, and
+the status is ``"optimal"``.  After a finite number of epochs the status is
+``"epoch_limit"``: an approximation by design, not a failure.
+
+Streaming (:class:`OnlineStream`, used by
+:meth:`msvm.MultiClassSVC.partial_fit`): every call feeds a chunk of new
+patterns through TWO_NEWS (with the scheduler's old steps in between);
+patterns that do not become support patterns are forgotten, so memory is
+bounded by the support patterns plus the cache.
+
+Randomness (visiting order, random patterns, step-type draws) comes from
+``random_state`` only: the scheduler measures the cost of a step in
+deterministic work units (kernel evaluations weighted by the cost of one,
+gradient entries updated, gains evaluated) instead of wall-clock time, so a
+run is reproducible.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from msvm.kernels import KERNEL_CODES, Kernel
+from msvm.machines import Machine
+from msvm.problem import DualProblem, DualSolution
+from msvm.solvers._curve import BuildUpCurve
+from msvm.solvers.s2do import _blas_threads
+
+SUPPORTS_BIAS = False
+SUPPORTS_NO_BIAS = True
+
+#: Working-set strategies of §4.2.2, by their ``online_strategy`` names.
+STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
+DEFAULT_STRATEGY = "s2do_all"
+
+# Return codes of OnlineState.run_pass / finish.
+_DONE, _MAX_STEPS, _TIME_UP, _NO_MEMORY = 0, 1, 2, 3
+_DENSE, _SPARSE, _GRAM = 0, 1, 2
+
+
+# ----------------------------------------------------------------- checks
+def check_strategy(online_strategy) -> int:
+    """Code of a strategy name (ValueError naming the valid ones)."""
+    if not isinstance(online_strategy, str) or online_strategy.lower() not in STRATEGIES:
+        raise ValueError(
+            f"Unknown online_strategy {online_strategy!r}; expected one of {list(STRATEGIES)}."
+        )
+    return STRATEGIES.index(online_strategy.lower())
+
+
+def check_epochs(epochs):
+    """``epochs`` as a positive int, or None (ValueError otherwise)."""
+    if epochs is None:
+        return None
+    if not isinstance(epochs, Integral) or isinstance(epochs, bool) or epochs < 1:
+        raise ValueError(
+            f"epochs must be a positive integer or None (until the KKT conditions hold to "
+            f"tol), got epochs={epochs!r}."
+        )
+    return int(epochs)
+
+
+def _seed(rng: np.random.RandomState) -> int:
+    return int(rng.randint(1, 2**62, dtype=np.int64))
+
+
+# ----------------------------------------------------------------- tables
+def machine_tables(machine: Machine, fast: bool = True) -> dict:
+    """The machine's arrays in the layout :class:`~msvm._core._online.OnlineState` reads.
+
+    ``M`` (QP, QP), its diagonal, γ, the active slots, the slack groups and
+    their sizes, ν̄ (centred), the non-zeros of the uncentred ν with
+    mean_c ν for sum-to-zero machines (S2DO's gradient from uncentred
+    scores), and, when the machine has the structure S2DO's fast path needs
+    (ν_{y,s,·} = u_y − e_s, slot s ↔ class s, singleton or all-slot slack
+    groups: WW, CS, LLW, M-SVM²) and ``fast`` is true, its tables.
+    """
+    Q, P = machine.n_classes, machine.n_slots
+    nubar = np.ascontiguousarray(machine.nu_centered * machine.active[:, :, None])
+    M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P)
+    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
+    if machine.loss != "hinge":
+        slack[:] = -1
+    R = max(machine.n_slacks, 1)
+    group_size = np.zeros((Q, R), dtype=np.int32)
+    for y in range(Q):
+        for p in range(P):
+            if slack[y, p] >= 0:
+                group_size[y, slack[y, p]] += 1
+    if np.any((group_size > 1).sum(axis=1) > 1):
+        raise ValueError("The online solver handles at most one shared slack group per class.")
+    nu = machine.nu * machine.active[:, :, None]
+    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
+    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
+    nz_val = np.zeros((Q, P, Q))
+    for y in range(Q):
+        for p in range(P):
+            cols = np.flatnonzero(nu[y, p])
+            nz_col[y, p, : len(cols)] = cols
+            nz_val[y, p, : len(cols)] = nu[y, p, cols]
+    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
+    return dict(
+        M=np.ascontiguousarray(M),
+        Mdiag=np.ascontiguousarray(np.diagonal(M).reshape(Q, P)),
+        gamma_t=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
+        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
+        slack=np.ascontiguousarray(slack),
+        group_size=group_size,
+        nubar=nubar,
+        nz_count=nz_count,
+        nz_col=nz_col,
+        nz_val=nz_val,
+        nu_mean=np.ascontiguousarray(nu_mean),
+        fast=_fast_tables(machine, group_size) if fast else None,
+        centred=bool(machine.sum_to_zero),
+    )
+
+
+def _fast_tables(machine: Machine, group_size: np.ndarray):
+    """S2DO's fast-path tables (u_y, κ_y), or None when the machine lacks the structure."""
+    Q, P = machine.n_classes, machine.n_slots
+    if P != Q:
+        return None
+    nu = machine.nu * machine.active[:, :, None]
+    eye = np.eye(Q)
+    u = np.zeros((Q, Q))
+    for y in range(Q):
+        slots = np.flatnonzero(machine.active[y])
+        if len(slots) == 0:
+            continue
+        rows = nu[y, slots] + eye[slots]
+        if not np.allclose(rows, rows[0], rtol=0, atol=1e-15):
+            return None
+        u[y] = rows[0]
+    if np.any(group_size > 1):
+        n_active = machine.active.sum(axis=1)
+        if group_size.shape[1] != 1 or np.any(group_size[:, 0] != n_active):
+            return None
+    u_cnt = np.count_nonzero(u, axis=1).astype(np.int32)
+    u_col = np.zeros((Q, Q), dtype=np.int32)
+    u_val = np.zeros((Q, Q))
+    for y in range(Q):
+        cols = np.flatnonzero(u[y])
+        u_col[y, : len(cols)] = cols
+        u_val[y, : len(cols)] = u[y, cols]
+    kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
+    return dict(u_cnt=u_cnt, u_col=u_col, u_val=u_val, kappa=np.ascontiguousarray(kappa))
+
+
+def _layout(kernel: Kernel):
+    """(layout code, n_features, Gram matrix or None) of a kernel's training data."""
+    if kernel.is_precomputed or callable(kernel.name):
+        return _GRAM, 0, np.ascontiguousarray(kernel.gram(), dtype=np.float64)
+    if sp.issparse(kernel.X):
+        return _SPARSE, kernel.X.shape[1], None
+    return _DENSE, kernel.X.shape[1], None
+
+
+def _kcost(layout: int, X) -> float:
+    """Work units of one kernel evaluation (≈ the cost of its dot product)."""
+    if layout == _GRAM:
+        return 2.0
+    # Calibrated so that a work unit costs about the same time in every step type
+    # (measured 2.4-2.9 ns per unit on usps and letter, info["time_by_type"]).
+    if layout == _SPARSE:
+        return 8.0 + 0.5 * X.nnz / max(X.shape[0], 1)
+    return 8.0 + 0.125 * X.shape[1]
+
+
+def batch_arrays(X, kernel_name: str, gamma: float, degree: float, coef0: float,
+                 gram: np.ndarray | None = None, rows=None) -> dict:
+    """Features, norms and k(x, x) of a batch of patterns, as ``set_batch`` reads them."""
+    out = dict(X=None, data=None, indices=None, indptr=None)
+    if gram is not None:
+        rows = np.arange(gram.shape[0]) if rows is None else rows
+        kd = np.ascontiguousarray(gram[rows, rows], dtype=np.float64)
+        zeros = np.zeros(len(rows))
+        out.update(sqnorm=zeros, l1norm=zeros, kdiag=kd)
+        return out
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        out.update(data=X.data, indices=X.indices.astype(np.int32, copy=False),
+                   indptr=X.indptr.astype(np.intp, copy=False))
+        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        l1 = np.asarray(abs(X).sum(axis=1)).ravel()
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        out["X"] = X
+        sq = np.einsum("ij,ij->i", X, X)
+        l1 = np.abs(X).sum(axis=1)
+    if kernel_name == "linear":
+        kd = sq.copy()
+    elif kernel_name == "poly":
+        kd = (gamma * sq + coef0) ** degree
+    elif kernel_name == "sigmoid":
+        kd = np.tanh(gamma * sq + coef0)
+    else:
+        kd = np.ones(X.shape[0])
+    out.update(sqnorm=np.ascontiguousarray(sq, dtype=np.float64),
+               l1norm=np.ascontiguousarray(l1, dtype=np.float64),
+               kdiag=np.ascontiguousarray(kd, dtype=np.float64))
+    return out
+
+
+def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kernel_name: str,
+              gamma: float, degree: float, coef0: float, gram, n_gid: int, tol: float,
+              strategy: int, cache_size: float, seed: int, kcost: float, fast: bool = True):
+    """An empty :class:`~msvm._core._online.OnlineState` for ``machine`` at ``C``."""
+    from msvm._core._online import OnlineState
+
+    upper = C if machine.loss == "hinge" else np.inf
+    return OnlineState(
+        layout, int(n_features), KERNEL_CODES["precomputed" if layout == _GRAM else kernel_name],
+        float(gamma), float(degree), float(coef0), gram, int(n_gid),
+        C=float(upper), shift=float(machine.kernel_shift(C)), tol=float(tol),
+        strategy=int(strategy), budget_mb=float(cache_size), seed=int(seed), kcost=float(kcost),
+        **machine_tables(machine, fast),
+    )
+
+
+# ------------------------------------------------------------------ driving
+class _Clock:
+    """Solver time: wall-clock time minus the time spent recording curve points."""
+
+    def __init__(self, curve: BuildUpCurve | None):
+        self.start = time.perf_counter()
+        self.curve = curve
+
+    def __call__(self) -> float:
+        spent = self.curve.overhead if self.curve is not None else 0.0
+        return time.perf_counter() - self.start - spent
+
+
+def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
+    """Call ``state.run_pass`` or ``state.finish`` in time slices until it returns.
+
+    ``budget[0]`` is the number of 2-D steps left (decremented); ``tick()`` is
+    called after every slice (progress lines, curve points).
+    """
+    run = getattr(state, method)
+    while True:
+        before = state.n_steps
+        code = run(max(budget[0], 0), slice_)
+        budget[0] -= state.n_steps - before
+        tick()
+        if code == _NO_MEMORY:
+            raise MemoryError("The online solver ran out of memory (support patterns or cache).")
+        if code != _TIME_UP:
+            return code
+
+
+def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
+          cache_size: float = 200.0, online_strategy: str = DEFAULT_STRATEGY, epochs=1,
+          random_state=None, trace: float | None = None, test_set=None,
+          blas_threads: int | None = 1, keep_state: bool = False,
+          fast: bool = True) -> DualSolution:
+    """Solve the bias-free dual with the online solver.
+
+    Parameters
+    ----------
+    problem : DualProblem
+        Must have ``fit_intercept=False``.
+    tol : float, optional
+        KKT tolerance in gradient units (default 1e-3): a pattern whose
+        largest violation is ≤ tol gets no step, and with ``epochs=None`` the
+        run stops when every violation is ≤ tol.
+    max_iter : int, optional
+        Cap on 2-D steps (status ``"max_iter"`` and a ConvergenceWarning).
+    warm_start : ignored
+        The online solver always starts from α = 0 (accepted for the common
+        solver signature).
+    verbose : bool
+        Print progress (epoch, patterns fed, support patterns, steps, dual,
+        kernel evaluations) at most once per second.
+    cache_size : float
+        Kernel-row cache budget in MB.  Rows are over the support patterns
+        only, so the same budget holds more rows than a batch solver's.
+    online_strategy : {'s2do_all', 'random_pattern_s2do_all', 'random_pattern_s2do_pattern'}
+        Working-set strategy of the old steps (seed 004 §4.2.2).
+    epochs : int or None
+        Passes over the training set (1 = online ×1); None runs until the
+        KKT conditions hold to ``tol`` (online ×∞).
+    random_state : int, RandomState instance or None
+        Seed of the visiting order, of the random patterns and of the
+        step-type draws.  The same seed gives the same iterates.
+    trace : float, optional
+        Record a build-up curve point about every ``trace`` seconds of solver
+        time (:class:`~msvm.solvers._curve.BuildUpCurve`) in ``info["curve"]``.
+    test_set : (X_test, y_test), optional
+        With ``trace``, also record the test error (labels coded 0 .. Q−1).
+    blas_threads : int or None
+        BLAS threads while the loop runs (default 1, as S2DO: kernel rows are
+        small products).
+    fast : bool
+        Use S2DO's structured bookkeeping (uncentred scores, cached extremes
+        with lazy rescans; O(n_sp · changed classes) per step) when the
+        machine allows it (WW, CS, LLW, M-SVM²); ``False`` forces the generic
+        bookkeeping (stored gradients, O(n_sp · P) per step) used for the
+        other machines.  The iterates are the same up to round-off.
+    keep_state : bool
+        Put the solver's final state (support patterns, their gradients, the
+        scheduler) in ``info["online_state"]`` so that a stream can continue
+        it (:meth:`OnlineStream.from_export`, used by ``partial_fit`` after
+        ``fit``).  Not for a precomputed kernel.
+
+    Returns
+    -------
+    DualSolution
+        ``scores`` is None (the solver knows the scores of its support
+        patterns only); ``info`` holds the epochs run, the step counts per
+        type, the final step rates, cache statistics and the curve.
+    """
+    if problem.fit_intercept:
+        raise ValueError("Solver 'online' cannot handle a bias; use fit_intercept=False.")
+    tol = 1e-3 if tol is None else float(tol)
+    if not tol >= 0:
+        raise ValueError(f"tol must be non-negative, got {tol!r}.")
+    strategy = check_strategy(online_strategy)
+    epochs = check_epochs(epochs)
+    if not (isinstance(cache_size, (int, float)) and cache_size > 0):
+        raise ValueError(f"cache_size must be a positive number of MB, got {cache_size!r}.")
+    if max_iter is not None and (not isinstance(max_iter, Integral) or max_iter < 1):
+        raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
+    rng = check_random_state(random_state)
+    kernel = problem.kernel
+    m = problem.n_samples
+    layout, n_features, gram = _layout(kernel)
+    curve = None
+    if trace is not None:
+        curve = BuildUpCurve(trace, kernel, test_set)
+    elif test_set is not None:
+        raise ValueError("test_set needs trace (the interval of the curve points).")
+    clock = _Clock(curve)
+    state = new_state(
+        problem.machine, problem.C, layout=layout, n_features=n_features,
+        kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
+        degree=kernel.degree, coef0=kernel.coef0, gram=gram, n_gid=m, tol=tol,
+        strategy=strategy, cache_size=cache_size, seed=_seed(rng),
+        kcost=_kcost(layout, kernel.X if layout != _GRAM else None), fast=bool(fast),
+    )
+    arrays = batch_arrays(None if layout == _GRAM else kernel.X, kernel.name, kernel.gamma,
+                          kernel.degree, kernel.coef0, gram)
+    y = np.ascontiguousarray(problem.y, dtype=np.intp)
+    gids = np.arange(m, dtype=np.intp)
+    budget = [np.iinfo(np.int64).max if max_iter is None else int(max_iter)]
+    epoch = 0
+    phase = "pass"
+    last_print = [-np.inf]
+
+    def model():
+        g, _, _, beta = state.support()
+        keep = np.any(beta != 0, axis=1)
+        points = g[keep] if layout == _GRAM else kernel.X[g[keep]]
+        return points, beta[keep]
+
+    def tick(force=False):
+        now = clock()
+        if curve is not None and (force or curve.due(now)) and not (
+                force and curve.points and curve.points[-1]["n_iter"] == state.n_steps
+                and curve.points[-1]["kernel_evaluations"] == state.n_kernel_evaluations):
+            curve.record(now, state.n_kernel_evaluations, -state.J, state.n_steps,
+                         model=model, epoch=epoch + (state.pos / max(m, 1) if phase == "pass"
+                                                     else 0.0),
+                         n_support_patterns=state.n_sp, phase=phase)
+        if verbose and (force or time.perf_counter() - last_print[0] >= 1.0):
+            last_print[0] = time.perf_counter()
+            print(f"online: epoch {epoch + 1} {phase} {state.pos}/{m}  support patterns "
+                  f"{state.n_sp}  steps {state.n_steps}  dual {-state.J:.10g}  kernel "
+                  f"evaluations {state.n_kernel_evaluations}", flush=True)
+
+    slice_ = min(1.0 if verbose else np.inf, np.inf if trace is None else float(trace))
+    status = None
+    if curve is not None:
+        tick(force=True)
+    with _blas_threads(blas_threads):
+        while status is None:
+            if epochs is not None and epoch >= epochs:
+                status = "epoch_limit"
+                break
+            phase = "pass"
+            state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
+                            arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"], y, gids,
+                            rng.permutation(m).astype(np.intp))
+            code = _drive(state, "run_pass", budget, slice_, tick)
+            if code == _MAX_STEPS:
+                status = "max_iter"
+                break
+            if curve is not None:
+                tick(force=True)  # a point at the end of every epoch (epoch = 1.0, 2.0, ...)
+            epoch += 1
+            if epochs is None:
+                if state.pass_steps == 0 and state.max_violation() <= tol:
+                    status = "optimal"
+                    break
+                phase = "finish"
+                if _drive(state, "finish", budget, slice_, tick) == _MAX_STEPS:
+                    status = "max_iter"
+                    break
+    if curve is not None or verbose:
+        tick(force=True)
+    if status == "max_iter":
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(
+            f"online stopped at max_iter={max_iter} steps in epoch {epoch + 1}; increase "
+            "max_iter.", ConvergenceWarning, stacklevel=2,
+        )
+    gids_sp, _, alpha_sp, _ = state.support()
+    alpha = problem.zeros()
+    alpha[gids_sp] = alpha_sp
+    stats = state.stats()
+    return DualSolution(
+        alpha=alpha,
+        b=np.zeros(problem.n_classes),
+        status=status,
+        n_iter=int(state.n_steps),
+        time=clock(),
+        n_kernel_evaluations=int(state.n_kernel_evaluations),
+        solver="online",
+        scores=None,
+        info={
+            "epochs": epoch,
+            "strategy": STRATEGIES[strategy],
+            "dual_objective_running": float(-state.J),
+            "max_violation_support": float(state.max_violation()),
+            **stats,
+            **({"curve": curve.as_dict(), "curve_overhead": curve.overhead}
+               if curve is not None else {}),
+            **({"online_state": state.export()} if keep_state and layout != _GRAM else {}),
+        },
+    )
+
+
+# ------------------------------------------------------------------ stream
+class OnlineStream:
+    """An online solver fed chunk by chunk (the engine of ``partial_fit``).
+
+    Parameters
+    ----------
+    machine : Machine
+        The machine for the final number of classes.
+    C : float
+        Soft-margin parameter.
+    kernel : {'linear', 'poly', 'rbf', 'laplace', 'sigmoid'}
+        Kernel name (a Gram matrix cannot be streamed).
+    gamma, degree, coef0 : float
+        Kernel parameters (γ resolved).
+    n_features : int
+        Features of every chunk.
+    sparse : bool
+        Whether chunks are CSR (the support patterns are then stored sparse).
+    tol, online_strategy, cache_size, random_state :
+        As in :func:`solve`.
+
+    Notes
+    -----
+    Pattern indices count every pattern fed so far, from 0 at the first
+    chunk.  The state can be pickled (the cache is rebuilt empty).
+    """
+
+    def __init__(self, machine: Machine, C: float, kernel: str, gamma: float, degree: float,
+                 coef0: float, n_features: int, sparse: bool, *, tol: float = 1e-3,
+                 online_strategy: str = DEFAULT_STRATEGY, cache_size: float = 200.0,
+                 random_state=None):
+        if kernel not in ("linear", "poly", "rbf", "laplace", "sigmoid"):
+            raise ValueError(
+                f"partial_fit streams feature vectors; kernel={kernel!r} is not supported "
+                "(use 'linear', 'poly', 'rbf', 'laplace' or 'sigmoid')."
+            )
+        self.machine = machine
+        self.C = float(C)
+        self.kernel = kernel
+        self.gamma = float(gamma)
+        self.degree = float(degree)
+        self.coef0 = float(coef0)
+        self.n_features = int(n_features)
+        self.sparse = bool(sparse)
+        self.tol = float(tol)
+        self.strategy = check_strategy(online_strategy)
+        self.cache_size = float(cache_size)
+        self.rng = check_random_state(random_state)
+        self.n_seen = 0
+        self.n_calls = 0
+        self.time = 0.0
+        self._kcost = 8.0 + 0.125 * n_features  # as _kcost for dense data
+        self.state = self._new(_seed(self.rng))
+
+    @classmethod
+    def from_export(cls, exported: dict, machine: Machine, C: float, kernel: str, gamma: float,
+                    degree: float, coef0: float, n_features: int, sparse: bool, *, tol: float,
+                    online_strategy: str, cache_size: float, random_state, n_seen: int,
+                    time: float = 0.0) -> OnlineStream:
+        """A stream continuing the state of an online ``fit`` (``solve(keep_state=True)``)."""
+        stream = cls(machine, C, kernel, gamma, degree, coef0, n_features, sparse, tol=tol,
+                     online_strategy=online_strategy, cache_size=cache_size,
+                     random_state=random_state)
+        stream.state.restore(exported)
+        stream.n_seen = int(n_seen)
+        stream.n_calls = 1
+        stream.time = float(time)
+        return stream
+
+    @classmethod
+    def from_solution(cls, machine: Machine, C: float, kernel: str, gamma: float,
+                      degree: float, coef0: float, features, labels: np.ndarray,
+                      alpha: np.ndarray, gids: np.ndarray, *, tol: float,
+                      online_strategy: str, cache_size: float, random_state, n_seen: int,
+                      time: float = 0.0) -> OnlineStream:
+        """A stream starting from a solution of any solver (its support patterns and α).
+
+        The gradients of the support patterns are computed exactly, from the
+        kernel block between them (n_SV² kernel evaluations, counted).
+        """
+        n_features = features.shape[1]
+        sparse = sp.issparse(features)
+        stream = cls(machine, C, kernel, gamma, degree, coef0, n_features, sparse, tol=tol,
+                     online_strategy=online_strategy, cache_size=cache_size,
+                     random_state=random_state)
+        labels = np.asarray(labels, dtype=np.intp)
+        alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        nu = machine.nu * machine.active[:, :, None]
+        beta = np.einsum("ip,ipc->ic", alpha, nu[labels])  # uncentred, as the state keeps it
+        arrays = batch_arrays(features, kernel, gamma, degree, coef0)
+        K = Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features)
+        F = K @ beta + machine.kernel_shift(C) * beta  # uncentred scores K'β
+        S = F.sum(axis=1)
+        nubar = machine.nu_centered * machine.active[:, :, None]
+        Fbar = F - S[:, None] / machine.n_classes if machine.sum_to_zero else F
+        gam = np.where(machine.active, machine.gamma, 0.0)[labels]
+        G = np.where(machine.active[labels], np.einsum("ipc,ic->ip", nubar[labels], Fbar) - gam,
+                     0.0)
+        n = len(labels)
+        if sparse:
+            csr = sp.csr_matrix(features, dtype=np.float64)
+            feats = (csr.data, csr.indices.astype(np.int32), csr.indptr.astype(np.intp))
+        else:
+            feats = np.ascontiguousarray(features, dtype=np.float64)
+        exported = stream.state.export()
+        exported.update(
+            gids=np.asarray(gids, dtype=np.intp), labels=labels, alpha=alpha, beta=beta, G=G,
+            F=F, S=S, features=feats, kd=arrays["kdiag"], sq=arrays["sqnorm"],
+            l1=arrays["l1norm"], J=float(0.5 * np.sum(np.einsum("ip,ip->", alpha, G + gam))
+                                         - np.sum(gam * alpha)),
+            n_kernel_evaluations=n * n,
+        )
+        stream.state = stream._new(_seed(stream.rng))
+        stream.state.restore(exported)
+        stream.n_seen = int(n_seen)
+        stream.n_calls = 1
+        stream.time = float(time)
+        return stream
+
+    def _new(self, seed):
+        return new_state(
+            self.machine, self.C, layout=_SPARSE if self.sparse else _DENSE,
+            n_features=self.n_features, kernel_name=self.kernel, gamma=self.gamma,
+            degree=self.degree, coef0=self.coef0, gram=None, n_gid=0, tol=self.tol,
+            strategy=self.strategy, cache_size=self.cache_size, seed=seed, kcost=self._kcost,
+        )
+
+    def feed(self, X, y, *, max_iter=None, verbose=False) -> str:
+        """One pass over a chunk (patterns visited in a random order); the status.
+
+        ``y`` is coded 0 .. Q−1.  Returns ``"epoch_limit"`` (the chunk was
+        fed) or ``"max_iter"`` (``max_iter`` steps were taken first; the rest
+        of the chunk is dropped).
+        """
+        start = time.perf_counter()
+        n = X.shape[0]
+        if sp.issparse(X) != self.sparse:
+            X = sp.csr_matrix(X) if self.sparse else X.toarray()
+        if self.sparse and self.n_calls == 0:
+            self._kcost = 8.0 + 0.5 * X.nnz / max(n, 1)
+            self.state.kcost = self._kcost
+        arrays = batch_arrays(X, self.kernel, self.gamma, self.degree, self.coef0)
+        order = self.rng.permutation(n).astype(np.intp)
+        gids = np.arange(self.n_seen, self.n_seen + n, dtype=np.intp)
+        self.state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
+                             arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"],
+                             np.ascontiguousarray(y, dtype=np.intp), gids, order)
+        budget = [np.iinfo(np.int64).max if max_iter is None else int(max_iter)]
+        last = [-np.inf]
+
+        def tick():
+            if verbose and time.perf_counter() - last[0] >= 1.0:
+                last[0] = time.perf_counter()
+                print(f"online: chunk {self.n_calls + 1} {self.state.pos}/{n}  support patterns "
+                      f"{self.state.n_sp}  steps {self.state.n_steps}  dual "
+                      f"{-self.state.J:.10g}", flush=True)
+
+        with _blas_threads(1):
+            code = _drive(self.state, "run_pass", budget, 1.0 if verbose else np.inf, tick)
+        self.n_seen += n
+        self.n_calls += 1
+        self.time += time.perf_counter() - start
+        return "max_iter" if code == _MAX_STEPS else "epoch_limit"
+
+    def support(self):
+        """(indices, labels, α, β̄, features) of the support patterns.
+
+        ``features`` is a dense (n_sp, d) array or a CSR matrix.
+        """
+        gids, labels, alpha, beta = self.state.support()
+        feats = self.state.features()
+        if self.sparse:
+            data, indices, indptr = feats
+            feats = sp.csr_matrix((data, indices, indptr), shape=(len(gids), self.n_features))
+        return gids, labels, alpha, beta, feats
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["state"] = self.state.export()
+        return state
+
+    def __setstate__(self, state):
+        exported = state.pop("state")
+        self.__dict__.update(state)
+        self.state = self._new(1)
+        self.state.restore(exported)

@@ -1,0 +1,414 @@
+"""The online LaRank-style solver (solver='online') and MultiClassSVC.partial_fit.
+
+Optimality.  With ``epochs=None`` the solver stops when a pass over every
+pattern takes no step after the support patterns were optimised to ``tol``:
+every variable then violates the KKT conditions by at most ``tol`` (in
+gradient units, as :func:`msvm.diagnostics.kkt_violation` measures it), so
+the dual objective must match the cvxpy (Clarabel) reference to 1e-5
+relative at tol 1e-6 -- the threshold of the validation rows.
+
+One pass.  ``epochs=1`` is an approximation: the tests hold it to a fraction
+of the optimal dual on small problems and check what must hold exactly
+(feasibility, monotone build-up curves, reproducibility, the first epoch of
+a longer run being the one-epoch run, one chunk of partial_fit being fit).
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import rbf_kernel
+
+from msvm import MultiClassSVC
+from msvm.diagnostics import diagnose
+from msvm.kernels import Kernel
+from msvm.machines import make_machine
+from msvm.problem import DualProblem
+from msvm.solvers import get_solver, resolve_solver
+
+from problem_factory import FAMILY, MODELS, blobs, generated_cases, make_problem
+
+TOL = 1e-6
+CASES = generated_cases(10)
+ALL_MACHINES = MODELS + FAMILY
+STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
+
+
+def _online():
+    from msvm.solvers import online
+
+    return online
+
+
+_REFERENCES: dict = {}
+
+
+def _reference(key, problem) -> float:
+    """Dual objective of the cvxpy (Clarabel) reference, cached per problem."""
+    if key not in _REFERENCES:
+        _REFERENCES[key] = diagnose(problem, get_solver("cvxpy").solve(problem)).dual_objective
+    return _REFERENCES[key]
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1.0)
+
+
+# -------------------------------------------------------------- optimality
+@pytest.mark.parametrize("model", ALL_MACHINES)
+def test_infinite_epochs_match_reference(model):
+    """online ×∞ (epochs=None, tol 1e-6) reaches the reference optimum of every bias-free row."""
+    online = _online()
+    for index in (1, 2, 5, 7):
+        name, X, y, C = CASES[index]
+        problem = make_problem(model, X, y, C=C)
+        solution = online.solve(problem, tol=TOL, epochs=None, random_state=index)
+        assert solution.status == "optimal", (name, solution.info)
+        assert problem.check_feasible(solution.alpha, atol=1e-12), name
+        d = diagnose(problem, solution)
+        assert d.kkt_violation <= TOL, (name, d.kkt_violation)
+        assert _rel(d.dual_objective, _reference((model, index, "rbf"), problem)) <= 1e-5, name
+        # The running dual the solver reports is the objective of the α it returns.
+        assert _rel(solution.info["dual_objective_running"], d.dual_objective) <= 1e-10
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_each_strategy(model, strategy):
+    """Every strategy converges (×∞) and gets most of the dual in one pass (×1)."""
+    online = _online()
+    X, y = blobs(4, 4, 160, spread=2.0)
+    problem = make_problem(model, X, y, C=1.0)
+    reference = _reference((model, "blobs4-160"), problem)
+    full = online.solve(problem, tol=TOL, epochs=None, online_strategy=strategy, random_state=0)
+    assert full.info["strategy"] == strategy
+    assert _rel(diagnose(problem, full).dual_objective, reference) <= 1e-5
+    one = online.solve(problem, tol=1e-3, epochs=1, online_strategy=strategy, random_state=0)
+    assert one.status == "epoch_limit" and one.info["epochs"] == 1
+    assert problem.check_feasible(one.alpha, atol=1e-12)
+    d1 = diagnose(problem, one).dual_objective
+    # Measured over 5 seeds: ≥ 0.93 (WW) to 0.98 (LLW) of the optimum with the '_all'
+    # strategies, 0.86-0.97 inside one random pattern (which cannot trade mass between
+    # patterns; seed 004's Table 5.3 finds it the weakest too).
+    floor = 0.8 if strategy == "random_pattern_s2do_pattern" else 0.9
+    assert floor * reference <= d1 <= reference * (1 + 1e-9), (d1, reference)
+    # Old steps were scheduled (the adaptive scheduler does not starve them).
+    assert one.info["steps"]["two_old"] + one.info["steps"]["two_old_supports"] > 0
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_fast_and_generic_bookkeeping_agree(model):
+    """S2DO's structured bookkeeping (the default for these machines) and the generic one."""
+    online = _online()
+    X, y = blobs(5, 5, 150, spread=2.0)
+    problem = make_problem(model, X, y, C=3.0)
+    reference = _reference((model, "blobs5-150"), problem)
+    for fast in (True, False):
+        solution = online.solve(problem, tol=TOL, epochs=None, random_state=4, fast=fast)
+        assert _rel(diagnose(problem, solution).dual_objective, reference) <= 1e-5, fast
+        d = diagnose(problem, solution)
+        assert d.kkt_violation <= TOL
+    # One pass: the same algorithm, so nearly the same dual (paths differ by round-off).
+    one = [diagnose(problem, online.solve(problem, epochs=1, random_state=4, fast=f))
+           for f in (True, False)]
+    assert one[0].dual_objective == pytest.approx(one[1].dual_objective, rel=0.02)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "poly", "laplace"])
+def test_other_kernels_match_reference(kernel):
+    online = _online()
+    name, X, y, C = CASES[4]
+    for model in ("ww", "llw"):
+        problem = DualProblem(make_machine(model, 3), y, Kernel(X, kernel, gamma=0.3), min(C, 1.0),
+                              False)
+        solution = online.solve(problem, tol=TOL, epochs=None, random_state=1)
+        assert solution.status == "optimal"
+        assert _rel(diagnose(problem, solution).dual_objective,
+                    _reference((model, kernel), problem)) <= 1e-5, (model, kernel)
+
+
+def test_sparse_and_precomputed_match_reference():
+    """CSR features and a precomputed Gram matrix reach the same optimum as dense rbf."""
+    online = _online()
+    name, X, y, C = CASES[5]
+    Q = int(y.max()) + 1
+    dense = make_problem("cs", X, y, C=C)
+    reference = _reference(("cs", 5, "rbf"), dense)
+    csr = DualProblem(make_machine("cs", Q), y, Kernel(sp.csr_matrix(X), "rbf", gamma=0.5), C,
+                      False)
+    gram = DualProblem(make_machine("cs", Q), y,
+                       Kernel(rbf_kernel(X, gamma=0.5), "precomputed"), C, False)
+    for problem in (csr, gram):
+        solution = _online().solve(problem, tol=TOL, epochs=None, random_state=2)
+        assert solution.status == "optimal"
+        assert _rel(diagnose(problem, solution).dual_objective, reference) <= 1e-5
+    # A precomputed Gram matrix costs no kernel evaluation.
+    assert online.solve(gram, epochs=1, random_state=2).n_kernel_evaluations == 0
+
+
+def test_tiny_cache_still_converges():
+    """Rows evicted and recomputed (budget of a few rows) change nothing at the optimum."""
+    online = _online()
+    name, X, y, C = CASES[8]
+    problem = make_problem("llw", X, y, C=C)
+    small = online.solve(problem, tol=TOL, epochs=None, cache_size=0.002, random_state=0)
+    large = online.solve(problem, tol=TOL, epochs=None, cache_size=100, random_state=0)
+    reference = _reference(("llw", 8, "rbf"), problem)
+    assert _rel(diagnose(problem, small).dual_objective, reference) <= 1e-5
+    # The budget held (up to the two pinned rows), and recomputation cost evaluations.
+    row = 8 * problem.n_samples * 1.2 + 256
+    assert small.info["cache_peak_bytes"] <= 0.002 * 2**20 + 2 * row
+    assert small.n_kernel_evaluations > large.n_kernel_evaluations
+
+
+# ----------------------------------------------------- bookkeeping, epochs
+def test_stored_gradients_are_exact():
+    """G of the support patterns after one pass equals ∇J computed from scratch."""
+    online = _online()
+    X, y = blobs(6, 5, 150, spread=2.5)
+    for model, fast in (("ww", True), ("cs", True), ("llw", True), ("msvm2", True),
+                        ("cs", False), ("llw", False), ("atm", True)):
+        problem = make_problem(model, X, y, C=2.0)
+        solution = online.solve(problem, epochs=1, random_state=3, keep_state=True, fast=fast)
+        state = solution.info["online_state"]
+        G = problem.gradient(solution.alpha)
+        np.testing.assert_allclose(state["G"], G[state["gids"]], atol=1e-9)
+        np.testing.assert_array_equal(state["alpha"], solution.alpha[state["gids"]])
+        # Exactly the patterns with a non-zero α row are kept.
+        kept = np.zeros(problem.n_samples, bool)
+        kept[state["gids"]] = True
+        np.testing.assert_array_equal(kept, np.any(solution.alpha != 0, axis=1))
+
+
+def test_reproducible_and_epochs_extend():
+    online = _online()
+    X, y = blobs(2, 4, 200, spread=2.0)
+    problem = make_problem("cs", X, y, C=1.0)
+    a = online.solve(problem, epochs=1, random_state=7)
+    b = online.solve(problem, epochs=1, random_state=7)
+    np.testing.assert_array_equal(a.alpha, b.alpha)
+    assert (a.n_iter, a.n_kernel_evaluations) == (b.n_iter, b.n_kernel_evaluations)
+    c = online.solve(problem, epochs=1, random_state=8)
+    assert not np.array_equal(a.alpha, c.alpha)
+    # Two epochs start with the same first epoch, and J only decreases.
+    two = online.solve(problem, epochs=2, random_state=7)
+    assert two.info["epochs"] == 2 and two.n_iter > a.n_iter
+    assert diagnose(problem, two).dual_objective >= diagnose(problem, a).dual_objective
+
+
+def test_kernel_evaluations_are_counted_once_per_pair():
+    """With room for every row, one pass evaluates each pair of patterns at most once."""
+    online = _online()
+    X, y = blobs(9, 3, 180, spread=3.0)
+    problem = make_problem("llw", X, y, C=10.0)
+    m = problem.n_samples
+    solution = online.solve(problem, epochs=1, cache_size=100, random_state=0)
+    assert 0 < solution.n_kernel_evaluations <= m * (m - 1) // 2
+    assert solution.info["row_misses"] == m  # one row per pattern fed, computed once
+    # The batch solver computes whole rows of length m.
+    batch = get_solver("s2do").solve(problem, tol=1e-3, cache_size=100)
+    assert batch.n_kernel_evaluations % m == 0
+
+
+def test_build_up_curve():
+    """Monotone dual and kernel evaluations, the final point is the solution, test error."""
+    online = _online()
+    X, y = blobs(1, 3, 400, spread=2.5)
+    Xt, yt = X[300:], y[300:]
+    problem = make_problem("ww", X[:300], y[:300], C=1.0)
+    solution = online.solve(problem, epochs=2, random_state=0, trace=1e-4, test_set=(Xt, yt))
+    curve = solution.info["curve"]
+    assert len(curve["time"]) >= 3
+    for key in ("time", "kernel_evaluations", "dual", "n_iter"):
+        assert np.all(np.diff(curve[key]) >= 0), key
+    assert curve["dual"][0] == 0.0 and curve["kernel_evaluations"][0] == 0
+    assert curve["kernel_evaluations"][-1] == solution.n_kernel_evaluations
+    assert curve["n_iter"][-1] == solution.n_iter
+    assert _rel(curve["dual"][-1], diagnose(problem, solution).dual_objective) <= 1e-10
+    errors = np.array(curve["test_error"])
+    assert np.all((errors >= 0) & (errors <= 1))
+    clf = MultiClassSVC(model="ww", C=1.0, gamma=0.5, solver="online", random_state=0,
+                        epochs=2).fit(X[:300], y[:300])
+    assert errors[-1] == pytest.approx(1 - clf.score(Xt, yt), abs=0.02)
+    # The batch solver records the same kind of curve.
+    batch = get_solver("s2do").solve(problem, tol=1e-3, trace=1e-4, test_set=(Xt, yt))
+    bcurve = batch.info["curve"]
+    assert np.all(np.diff(bcurve["dual"]) >= -1e-9)
+    assert bcurve["kernel_evaluations"][-1] == batch.n_kernel_evaluations
+    assert "test_error" in bcurve
+
+
+def test_max_iter_status():
+    online = _online()
+    name, X, y, C = CASES[6]
+    problem = make_problem("ww", X, y, C=C)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        solution = online.solve(problem, epochs=None, max_iter=5, random_state=0)
+    assert solution.status == "max_iter" and solution.n_iter == 5
+    assert problem.check_feasible(solution.alpha)
+
+
+def test_verbose_progress(capsys):
+    name, X, y, C = CASES[2]
+    _online().solve(make_problem("cs", X, y, C=C), epochs=None, tol=TOL, verbose=True)
+    out = capsys.readouterr().out
+    assert "online: epoch" in out and "support patterns" in out
+
+
+# -------------------------------------------------------------- estimator
+@pytest.fixture(scope="module")
+def stream_data():
+    """4 overlapping classes (test accuracy ≈ 0.77), 400 training and 300 test points."""
+    X, y = make_blobs(n_samples=700, centers=4, cluster_std=1.5, random_state=0)
+    return X[:400], y[:400], X[400:], y[400:]
+
+
+def test_estimator_online_matches_s2do(stream_data):
+    X, y, Xt, yt = stream_data
+    for model in ("ww", "llw"):
+        s2do = MultiClassSVC(model=model, C=1.0, solver="s2do", tol=TOL).fit(X, y)
+        onl = MultiClassSVC(model=model, C=1.0, solver="online", epochs=None, tol=TOL,
+                            random_state=0).fit(X, y)
+        assert onl.solution_["status"] == "optimal" and onl.solution_["solver"] == "online"
+        assert _rel(onl.solution_["dual_objective"], s2do.solution_["dual_objective"]) <= 1e-6
+        assert onl.solution_["kkt_violation"] <= TOL
+        assert np.mean(onl.predict(Xt) == s2do.predict(Xt)) >= 0.99
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # epoch_limit is not a failure
+        one = MultiClassSVC(model="cs", solver="online", random_state=0).fit(X, y)
+    assert one.solution_["status"] == "epoch_limit" and one.n_iter_ > 0
+
+
+def test_partial_fit_one_chunk_is_fit(stream_data):
+    X, y, _, _ = stream_data
+    for model in ("ww", "cs", "llw", "msvm2", "mmr"):
+        fit = MultiClassSVC(model=model, solver="online", random_state=0).fit(X, y)
+        part = MultiClassSVC(model=model, random_state=0).partial_fit(X, y, classes=[0, 1, 2, 3])
+        np.testing.assert_array_equal(part.support_, fit.support_)
+        np.testing.assert_array_equal(part.dual_coef_, fit.dual_coef_)
+        np.testing.assert_array_equal(part.support_vectors_, fit.support_vectors_)
+        np.testing.assert_array_equal(part.n_support_, fit.n_support_)
+        assert part.n_iter_ == fit.n_iter_ and part.gamma_ == fit.gamma_
+        assert part.solution_["dual_objective"] == pytest.approx(fit.solution_["dual_objective"],
+                                                                 rel=1e-9)
+
+
+def test_partial_fit_stream_approaches_fit(stream_data):
+    X, y, Xt, yt = stream_data
+    fit = MultiClassSVC(model="llw", solver="online", random_state=0).fit(X, y)
+    part = MultiClassSVC(model="llw", random_state=0)
+    for chunk in np.array_split(np.arange(len(y)), 8):
+        part.partial_fit(X[chunk], y[chunk], classes=np.unique(y))
+    assert part.solution_["n_seen"] == len(y) and part.shape_fit_ == X.shape
+    assert part.support_.max() < len(y) and np.all(np.diff(part.support_) > 0)
+    # Measured over 3 seeds: dual ratio 1.005-1.006, accuracy within 0.01 of fit's.
+    assert part.solution_["dual_objective"] >= 0.97 * fit.solution_["dual_objective"]
+    assert abs(part.score(Xt, yt) - fit.score(Xt, yt)) <= 0.03
+    # The model is h(x) = Σ β k(sv, x): the attributes are consistent with predict.
+    K = rbf_kernel(Xt, part.support_vectors_, gamma=part.gamma_)
+    np.testing.assert_allclose(part.decision_function(Xt), K @ part.dual_coef_, atol=1e-10)
+    # Memory: only support patterns are stored.
+    stats = part._stream.state.stats()
+    assert stats["n_support_patterns"] == len(part._stream.support()[0]) < len(y)
+
+
+def test_partial_fit_continues_fits_and_pickles(stream_data):
+    X, y, Xt, yt = stream_data
+    # After a fit by another solver: starts from its support vectors and α.
+    s2do = MultiClassSVC(model="cs", C=1.0, solver="auto", tol=TOL).fit(X[:300], y[:300])
+    before = s2do.solution_["dual_objective"]
+    s2do.partial_fit(X[300:], y[300:])
+    assert s2do.solution_["solver"] == "online"
+    assert s2do.solution_["dual_objective"] >= before * (1 - 1e-9)
+    assert s2do.support_.max() >= 300 or len(s2do.support_) > 0
+    # After an online fit, and through pickling.
+    onl = MultiClassSVC(model="cs", C=1.0, solver="online", random_state=0).fit(X[:200], y[:200])
+    onl.partial_fit(X[200:300], y[200:300])
+    copy = pickle.loads(pickle.dumps(onl))
+    np.testing.assert_array_equal(copy.dual_coef_, onl.dual_coef_)
+    np.testing.assert_array_equal(copy.predict(Xt), onl.predict(Xt))
+    for est in (onl, copy):
+        est.partial_fit(X[300:], y[300:])
+        assert est.solution_["n_seen"] == 400
+    # The copy's cache starts empty, so its scheduler (which counts kernel evaluations as
+    # work) may take another path: close, not identical.
+    assert abs(copy.score(Xt, yt) - onl.score(Xt, yt)) <= 0.05
+
+
+def test_partial_fit_sparse(stream_data):
+    X, y, Xt, yt = stream_data
+    dense = MultiClassSVC(model="ww", gamma=0.5, random_state=0)
+    csr = MultiClassSVC(model="ww", gamma=0.5, random_state=0)
+    for chunk in np.array_split(np.arange(len(y)), 4):
+        dense.partial_fit(X[chunk], y[chunk], classes=np.unique(y))
+        csr.partial_fit(sp.csr_matrix(X[chunk]), y[chunk], classes=np.unique(y))
+    assert sp.issparse(csr.support_vectors_)
+    # Sparse and dense kernel rows round differently, so the online paths differ slightly
+    # (measured: duals within 2e-3, 96-98 % of the test predictions equal).
+    assert csr.solution_["dual_objective"] == pytest.approx(dense.solution_["dual_objective"],
+                                                            rel=1e-2)
+    assert np.mean(csr.predict(Xt) == dense.predict(Xt)) >= 0.9
+
+
+# -------------------------------------------------------------- bad input
+def test_bad_parameters(stream_data):
+    X, y, _, _ = stream_data
+    with pytest.raises(ValueError, match="online_strategy"):
+        MultiClassSVC(solver="online", online_strategy="best").fit(X, y)
+    for epochs in (0, -1, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="epochs must be a positive integer or None"):
+            MultiClassSVC(solver="online", epochs=epochs).fit(X, y)
+    with pytest.raises(ValueError, match="bias"):
+        MultiClassSVC(solver="online", fit_intercept=True).fit(X, y)
+    problem = make_problem("ww", X, y, bias=True)
+    with pytest.raises(ValueError, match="bias"):
+        resolve_solver("online", problem)
+    with pytest.raises(ValueError, match="bias"):
+        _online().solve(problem)
+    with pytest.raises(ValueError, match="online_strategy"):
+        _online().solve(make_problem("ww", X, y), online_strategy=3)
+    with pytest.raises(ValueError, match="test_set needs trace"):
+        _online().solve(make_problem("ww", X, y), test_set=(X, y))
+
+
+def test_partial_fit_bad_input(stream_data):
+    X, y, _, _ = stream_data
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        MultiClassSVC().partial_fit(X, y)
+    with pytest.raises(ValueError, match=r"labels not in classes: \[3\]"):
+        MultiClassSVC().partial_fit(X, y, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        MultiClassSVC().partial_fit(X[y == 0], y[y == 0], classes=[0])
+    clf = MultiClassSVC().partial_fit(X[:100], y[:100], classes=[0, 1, 2, 3])
+    with pytest.raises(ValueError, match=r"labels not in classes: \[7\]"):
+        clf.partial_fit(X[:10], np.full(10, 7))
+    with pytest.raises(ValueError, match="is not the same as on the first call"):
+        clf.partial_fit(X[:10], y[:10], classes=[0, 1, 2, 3, 4])
+    with pytest.raises(ValueError, match="X has 1 features, but MultiClassSVC is expecting 2"):
+        clf.partial_fit(X[:10, :1], y[:10])
+    bad = X[:10].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        clf.partial_fit(bad, y[:10])
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        clf.partial_fit(bad, y[:10])
+    n_before = clf.solution_["n_seen"]
+    assert n_before == 100  # the rejected chunks were not fed
+    with pytest.raises(ValueError, match="precomputed"):
+        MultiClassSVC(kernel="precomputed").partial_fit(rbf_kernel(X), y, classes=[0, 1, 2, 3])
+    # No streaming mode with a bias or with a batch-only solver: no partial_fit at all.
+    for est in (MultiClassSVC(fit_intercept=True), MultiClassSVC(solver="s2do")):
+        assert not hasattr(est, "partial_fit")
+        with pytest.raises(AttributeError) as info:
+            est.partial_fit(X, y, classes=[0, 1, 2, 3])
+        assert "fit_intercept" in str(info.value.__cause__) or "solver" in str(
+            info.value.__cause__)
+    assert hasattr(clone(MultiClassSVC(solver="online")), "partial_fit")
