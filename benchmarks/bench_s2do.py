@@ -133,9 +133,9 @@ def run_one(spec: dict) -> dict:
     return out
 
 
-def spawn(spec: dict, timeout: float | None) -> dict:
-    """Run ``spec`` in a subprocess; its JSON answer (or the failure)."""
-    cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
+def spawn(spec: dict, timeout: float | None, script: str = __file__) -> dict:
+    """Run ``spec`` in a subprocess of ``script --worker``; its JSON answer (or the failure)."""
+    cmd = [sys.executable, script, "--worker", json.dumps(spec)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -44,9 +44,9 @@ def test_quick_matrix_passes_and_writes_json(tmp_path):
     assert text.startswith("Thresholds:")
     payload = json.loads(path.read_text())
     assert set(payload["thresholds"]) == set(registry.SOLVERS)
-    for entry in payload["thresholds"].values():
-        assert entry["thresholds"]["dual_rel_diff"] == 1e-6
-        assert entry["thresholds"]["kkt_residual"] == 1e-6
+    for name in ("cvxpy", "osqp", "s2do"):  # the reference solvers' own limits
+        assert payload["thresholds"][name]["thresholds"]["dual_rel_diff"] == 1e-6
+        assert payload["thresholds"][name]["thresholds"]["kkt_residual"] == 1e-6
     rows = payload["rows"]
     assert 8 <= len(rows) == payload["summary"]["n_rows"]
     assert all(r["passed"] for r in rows), [r["name"] for r in rows if not r["passed"]]
