@@ -384,11 +384,19 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=7200, help="seconds per online run")
     parser.add_argument("--interval", type=float, default=None, help="curve interval (s)")
     parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
+    parser.add_argument("--report", nargs="+", metavar="JSONL", default=None,
+                        help="run nothing: tables, checks and figures of earlier results files")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(run_one(json.loads(args.worker))))
         return 0
+    if args.report:
+        rows = [json.loads(line) for path in args.report
+                for line in Path(path).read_text().splitlines() if line.strip()]
+        configs = list(dict.fromkeys(r["config"] for r in rows))
+        tag = args.tag or "online-report"
+        return report(rows, configs, tag, [f"msvm online benchmark report of {args.report}", ""])
 
     configs = args.configs or (["usps-llw"] if args.quick else DEFAULT)
     unknown = [c for c in configs if c not in CONFIGS]
@@ -432,10 +440,16 @@ def main(argv=None) -> int:
         if args.partial_fit:
             go(dict(base, solver="partial_fit", role="partial_fit"), args.timeout)
 
-    lines = [f"msvm online benchmark {tag}: {platform.platform()}, python "
-             f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
-             f"{os.getloadavg()[0]:.1f} at the end; one thread per run; m="
-             f"{m or 'all'}; online runs {args.epochs} epochs, x1 = end of epoch 1", ""]
+    header = [f"msvm online benchmark {tag}: {platform.platform()}, python "
+              f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
+              f"{os.getloadavg()[0]:.1f} at the end; one thread per run; m="
+              f"{m or 'all'}; online runs {args.epochs} epochs, x1 = end of epoch 1", ""]
+    return report(rows, configs, tag, header)
+
+
+def report(rows, configs, tag, lines) -> int:
+    """Write the tables, the issue's checks and the figures of ``rows``."""
+    lines = list(lines)
     lines += tables(rows, configs)
     lines += done_when(rows, configs)
     for c in configs:

@@ -44,7 +44,7 @@ def test_quick_matrix_passes_and_writes_json(tmp_path):
     assert text.startswith("Thresholds:")
     payload = json.loads(path.read_text())
     assert set(payload["thresholds"]) == set(registry.SOLVERS)
-    for name in ("cvxpy", "osqp", "s2do"):  # the reference solvers' own limits
+    for name in ("cvxpy", "osqp"):  # the reference solvers' own limits
         assert payload["thresholds"][name]["thresholds"]["dual_rel_diff"] == 1e-6
         assert payload["thresholds"][name]["thresholds"]["kkt_residual"] == 1e-6
     rows = payload["rows"]

@@ -185,11 +185,15 @@ register(SolverEntry(
 # S2DO (issue 3), bias-free machines only.  At tol 1e-6 (the largest KKT violation in
 # gradient units) it is held to the reference's limits; at its default tol 1e-3 only
 # its predictions are judged (the issue's criterion: >= 99.5% agree with the reference).
-# Ties: an ε-solution's scores are within a few ε of the exact ones, so classes tied
-# within 10ε at the reference may be ordered either way (the degenerate linear ADM/ATM
-# rows, where w = 0 ties every class, are the common case).
+# At ε = 1e-6 the dual objective is held to 1e-6 relative (measured ≤ 2.9e-9); the
+# other limits follow from ε as for 'online' below (measured on the 640 rows: KKT
+# residual ≤ 9.3e-6 at C = 0.1, relative gap ≤ 9.9e-5).  Ties: an ε-solution's scores
+# are within a few ε of the exact ones, so classes tied within 10ε at the reference may
+# be ordered either way (the degenerate linear ADM/ATM rows, where w = 0 ties every
+# class, are the common case).
 register(SolverEntry(name="s2do", reference="cvxpy", bias=False, tol_arg="tol", tol=1e-6,
-                     thresholds=Thresholds(prediction_tie_tol=1e-5)))
+                     thresholds=Thresholds(kkt_residual=1e-5, relative_gap=1e-3,
+                                           prediction_tie_tol=1e-5)))
 register(SolverEntry(
     name="s2do_default", solver="s2do", reference="cvxpy", bias=False, tol_arg="tol", tol=None,
     thresholds=Thresholds(dual_rel_diff=1.0, kkt_residual=1.0, relative_gap=1.0,
