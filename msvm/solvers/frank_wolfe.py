@@ -39,18 +39,22 @@ Every iteration
 In-face steps (``face_steps=True``, the default).  Vertex steps alone
 converge slowly when the optimum lies inside a face of high dimension (many
 free variables: the M-SVM², whose α are all positive, or any machine at a
-large C).  So whenever the face of 𝒫 that contains α has changed (a
-variable left or reached a bound, a slack group filled or emptied), the
-solver also steps towards the minimiser of J over the affine hull of that
-face: the variables at a bound are fixed, the free ones keep the bias rows
-and the sums of their full slack groups, and the direction solves the
-equality-constrained Newton system [H_FF Eᵀ; E 0] (one dense symmetric
-solve, LAPACK).  The exact line search is cut where the first free variable
-meets a bound (the ratio test), which makes the face smaller for the next
-step.  These are the in-face directions of Freund, Grigas & Mazumder (2017)
-with exact minimisation over the face; a vertex step is still needed to
-leave a face, and the Frank–Wolfe gap remains the certificate.  The atoms of
-the away/pairwise variants restart from α after each in-face step.
+large C).  So before each vertex step the solver minimises J over the
+affine hull of the face of 𝒫 that contains α: the variables at a bound are
+fixed, the free ones keep the bias rows and the sums of their full slack
+groups.  The *face phase* (:meth:`_Block.face_phase`) runs projected
+conjugate gradients on that face (at most ``_CG_MAX`` products with H_FF,
+the projection subtracting group means and the bias rows' component), or
+one equality-constrained Newton step [H_FF Eᵀ; E 0] (a dense symmetric
+solve, LAPACK, faces of at most ``_FACE_MAX`` free variables) — Newton
+first for the M-SVM² (strongly convex), CG first for the hinge machines.
+Every step is cut by the ratio test where the first free variable meets a
+bound, which makes the face smaller; at most ``_FACE_CHAIN`` face steps
+follow each other.  These are the in-face directions of Freund, Grigas &
+Mazumder (2017) with exact minimisation over the face; a vertex step is
+still needed to leave a face, and the Frank–Wolfe gap remains the
+certificate.  The atoms of the away/pairwise variants restart from α after
+each face phase.
 
 Decomposition (seed 000 §5.3)
 -----------------------------
@@ -79,7 +83,10 @@ G_iᵀ(α_i − s_i): each share is zero exactly when the example meets its KKT
 conditions for that b, so this is selection by KKT violation in the units of
 the gap.  Without bias λ is empty and the bound is the exact gap.  When a
 split leaves α unchanged (B's own equality rows pin it) half of B is drawn
-at random on the next split.
+at random on the next split.  With a bias, one λ for all examples can rank
+first examples whose own sub-problem is already solved on its face (its
+best λ differs): after three splits in a row that needed no vertex step,
+N_B doubles (up to m; ``info['working_set_size']`` is the final size).
 
 The M-SVM² (quadratic slack penalty)
 ------------------------------------
@@ -789,8 +796,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         ≥ m) runs Frank–Wolfe on the whole problem.  None: 'all' up to 200
         examples, else 200.
     face_steps : bool
-        Take in-face Newton steps whenever the face of α changes (module
-        docstring).
+        Minimise over the current face (conjugate-gradient or Newton steps)
+        before each vertex step (module docstring).
     lazy : bool
         Take pairwise steps among the known atoms before solving a new linear
         problem (away and pairwise variants; the lazy rule of blended
