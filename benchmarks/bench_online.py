@@ -286,7 +286,7 @@ def done_when(rows, configs) -> list[str]:
             f"{np.interp(t1, t_ba, d_ba):.6g} then, ends at {ba['fit_time']:.1f} s with "
             f"{ba['dual']:.6g}")
     for c in configs:
-        pf = find(rows, c, "partial_fit")
+        pf = find(rows, c, "partial_fit", role="partial_fit")
         if pf:
             diff = 100 * (pf["test_error"] - pf["fit_test_error"])
             lines.append(
