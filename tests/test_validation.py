@@ -147,6 +147,10 @@ def test_filter_and_matrix_size():
 
 
 def test_problems_are_seeded_and_small():
+    try:
+        datasets_dir()
+    except FileNotFoundError:
+        pytest.skip("no ../shared/datasets next to this checkout (the real problems)")
     for spec in PROBLEMS.values():
         X, y = spec.load()
         X2, y2 = spec.load()
