@@ -29,7 +29,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import platform
 import resource
@@ -41,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_s2do import CONFIGS, RESULTS, SVC_C, load, spawn  # noqa: E402
+from bench_s2do import CONFIGS, RESULTS, SVC_C, load, spawn, write  # noqa: E402
 
 EXPERIMENTS = ("variants", "working_sets", "peers")
 CSV_FIELDS = ["experiment", "config", "solver", "bias", "fw_variant", "face_steps",
@@ -236,14 +235,7 @@ def main(argv=None) -> int:
         print(f"{spec['experiment']:<13} {spec['config']:<8} {spec['solver']:<12} "
               f"{label(row) if spec['solver'] == 'frank_wolfe' else '':<28} "
               f"{row.get('fit_time', float('nan')):8.2f} s  {row.get('status')}", flush=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with (RESULTS / f"{tag}.jsonl").open("w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    with (RESULTS / f"{tag}.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+    write(rows, tag, CSV_FIELDS)
     for experiment in ("variants", "working_sets"):
         if any(r["experiment"] == experiment and r.get("history") for r in rows):
             plot_traces(rows, experiment, RESULTS / f"{tag}-{experiment}.png")

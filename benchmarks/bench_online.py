@@ -34,19 +34,26 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_s2do import RESULTS, load  # noqa: E402
+from bench_s2do import spawn as _spawn  # noqa: E402
+from bench_s2do import write as write_results  # noqa: E402
+
+
+def spawn(spec: dict, timeout: float | None) -> dict:
+    """Run ``spec`` in a worker subprocess of this script."""
+    return _spawn(spec, timeout, script=__file__)
+
 
 #: id -> (dataset, machine, C, gamma, tol, cache_size MB, curve interval s); BENCHMARKS.md.
 CONFIGS = {
@@ -68,16 +75,6 @@ CSV_FIELDS = ["config", "solver", "strategy", "epochs_run", "m", "cache_size", "
 
 
 # ------------------------------------------------------------------ one run
-def load(dataset: str, n_train: int | None):
-    """Dense (X, y, X_test, y_test) from ../shared/datasets (BENCHMARKS.md)."""
-    from msvm.datasets import shared_dataset
-
-    X, y, Xt, yt = shared_dataset(dataset)
-    if n_train is not None:
-        X, y = X[:n_train], y[:n_train]
-    return X.toarray(), y, Xt.toarray(), yt
-
-
 def gram_mb(m: int) -> float:
     """Size of the full m × m Gram matrix in MB (float64)."""
     return m * m * 8 / 2**20
@@ -171,30 +168,11 @@ def run_partial_fit(X, y, Xt, yt, machine, C, gamma, tol, cache, chunks) -> dict
     )
 
 
-def spawn(spec: dict, timeout: float | None) -> dict:
-    """Run ``spec`` in a subprocess; its JSON answer (or the failure)."""
-    cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return dict(spec, status="timeout")
-    if proc.returncode != 0:
-        return dict(spec, status="failed", error=proc.stderr[-2000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 # --------------------------------------------------------------- reporting
 def write(rows: list[dict], tag: str) -> tuple[Path, Path]:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    jsonl, csv_path = RESULTS / f"{tag}.jsonl", RESULTS / f"{tag}.csv"
-    with jsonl.open("w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    with csv_path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(r for r in rows if r.get("solver") != "partial_fit")
-    return jsonl, csv_path
+    """The JSON lines of every run; the CSV of the table runs (partial_fit has other fields)."""
+    return write_results(rows, tag, CSV_FIELDS,
+                         csv_rows=[r for r in rows if r.get("solver") != "partial_fit"])
 
 
 def find(rows, config, solver, strategy=None, role="table"):

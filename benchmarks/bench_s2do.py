@@ -146,16 +146,18 @@ def spawn(spec: dict, timeout: float | None, script: str = __file__) -> dict:
 
 
 # --------------------------------------------------------------- reporting
-def write(rows: list[dict], tag: str) -> tuple[Path, Path]:
+def write(rows: list[dict], tag: str, fields=CSV_FIELDS, csv_rows=None) -> tuple[Path, Path]:
+    """``results/<tag>.jsonl`` (every key of every row) and ``results/<tag>.csv`` (``fields``
+    of ``csv_rows``, default all rows)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     jsonl, csv_path = RESULTS / f"{tag}.jsonl", RESULTS / f"{tag}.csv"
     with jsonl.open("w") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
     with csv_path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(rows if csv_rows is None else csv_rows)
     return jsonl, csv_path
 
 

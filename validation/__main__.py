@@ -5,7 +5,7 @@ Examples (from the repository root)::
     python -m validation                      # the full matrix, 2 worker processes
     python -m validation --quick              # a few rows (used by the tests)
     python -m validation --filter wine/ --jobs 1
-    python -m validation --json /tmp/v.json
+    python -m validation --json validation/results/v.json
 
 The exit code is 1 when any row fails, 0 otherwise.
 """
