@@ -189,7 +189,7 @@ def test_search_picks_the_grid_minimum(bias):
     base = MultiClassSVC(model="msvm2", fit_intercept=bias, solver="osqp" if bias else "s2do",
                          tol=1e-9)
     grid = {"C": [0.1, 1.0, 10.0], "gamma": [0.05, 0.5]}
-    search = RadiusMarginSearch(base, grid).fit(X, y)
+    search = RadiusMarginSearch(base, grid, criterion="bound").fit(X, y)
     res = search.cv_results_
     assert search.best_index_ == int(np.argmin(res["bound"]))
     assert res["rank_bound"][search.best_index_] == 1
@@ -204,7 +204,7 @@ def test_search_picks_the_grid_minimum(bias):
     fresh = MultiClassSVC(**{**base.get_params(), **search.best_params_}).fit(X, y)
     np.testing.assert_array_equal(search.predict(X), fresh.predict(X))
     assert search.score(X, y) == fresh.score(X, y)
-    by_candidates = RadiusMarginSearch(base, grid, criterion="candidates").fit(X, y)
+    by_candidates = RadiusMarginSearch(base, grid).fit(X, y)   # the default criterion
     res = by_candidates.cv_results_
     keys = list(zip(res["n_candidates"], res["bound"], strict=True))
     assert by_candidates.best_index_ == min(range(len(keys)), key=keys.__getitem__)

@@ -133,6 +133,9 @@ cdef enum:
     TIME_UP = 2
 
 
+ctypedef unsigned long long mask_t
+
+
 cdef inline bint _contains(const int* a, int n, int v) noexcept nogil:
     cdef int j
     for j in range(n):
@@ -211,6 +214,18 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] adn
     cdef Py_ssize_t[::1] aall
     cdef unsigned char[::1] stale
+    # Each example's offer as second variable (see _candidate): its best single
+    # slot as an index y·P + s into a row of M (−1: none), its gradient and H diagonal.
+    cdef int[::1] cand_idx
+    cdef double[::1] cand_g
+    cdef double[::1] cand_h
+    # Slot bitmasks (bit s = slot s; the fast path needs P <= 64): per class the
+    # active slots, per example the slots that may increase and those with α > 0.
+    # They change only with α, so the hot loops read 16 bytes instead of α and
+    # the group sums.
+    cdef const mask_t[::1] actmask
+    cdef mask_t[::1] upmask
+    cdef mask_t[::1] posmask
 
     # Scratch (two rows of β deltas, per-group extremes).
     cdef double* dbeta      # 2 × Q
@@ -352,6 +367,14 @@ cdef class S2DOState:
         self.adn = np.full(self.m, -1, dtype=np.intp)
         self.aall = np.full(self.m, -1, dtype=np.intp)
         self.stale = np.zeros(self.m, dtype=np.uint8)
+        self.upmask = np.zeros(self.m, dtype=np.uint64)
+        self.cand_idx = np.full(self.m, -1, dtype=np.int32)
+        self.cand_g = np.zeros(self.m)
+        self.cand_h = np.zeros(self.m)
+        self.posmask = np.zeros(self.m, dtype=np.uint64)
+        if self.fast:
+            self.actmask = (np.asarray(active, dtype=np.uint64)
+                            << np.arange(self.P, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
         self.n_work = self.m
         self.inwork = np.ones(self.m, dtype=np.uint8)
         n_chunks = (self.m + CHUNK - 1) // CHUNK
@@ -389,6 +412,25 @@ cdef class S2DOState:
             r = self.slack[y, q]
             if r >= 0:
                 self.gsum[e, r] += self.alpha[e, q]
+        if self.fast:
+            self._masks(e)
+
+    cdef void _masks(self, Py_ssize_t e) noexcept nogil:
+        cdef Py_ssize_t y = self.y[e], s
+        cdef int r
+        cdef mask_t up = 0, pos = 0, bit
+        cdef double lim = self.C - self.eps_cap
+        for s in range(self.P):
+            if not self.active[y, s]:
+                continue
+            bit = (<mask_t>1) << s
+            r = self.slack[y, s]
+            if r < 0 or self.gsum[e, r] < lim:
+                up |= bit
+            if self.alpha[e, s] > 0:
+                pos |= bit
+        self.upmask[e] = up
+        self.posmask[e] = pos
 
     cdef void _gradient(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.y[e], q
@@ -482,32 +524,23 @@ cdef class S2DOState:
             v -= self.kappa[y] * self.S[e]
         self.sigma[e] = v
 
-    cdef inline bint _upable(self, Py_ssize_t e, Py_ssize_t y, Py_ssize_t s) noexcept nogil:
-        cdef int r = self.slack[y, s]
-        return r < 0 or self.gsum[e, r] < self.C - self.eps_cap
-
     cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
         """Extremes of h_e· over the slots that may increase / decrease / all."""
         cdef Py_ssize_t y = self.y[e], s, P = self.P
-        cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY, lim = self.C - self.eps_cap
+        cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
         cdef Py_ssize_t au = -1, ad = -1, aa = -1
-        cdef int r
+        cdef mask_t act = self.actmask[y], up = self.upmask[e], pos = self.posmask[e], bit
         cdef const double* Fe = &self.F[e, 0]
-        cdef const double* ae = &self.alpha[e, 0]
-        cdef const double* ge = &self.gsum[e, 0]
         cdef const double* gam = &self.gamma[y, 0]
-        cdef const unsigned char* act = &self.active[y, 0]
-        cdef const int* slk = &self.slack[y, 0]
         for s in range(P):
-            if not act[s]:
+            bit = (<mask_t>1) << s
+            if not (act & bit):
                 continue
             h = -Fe[s] - gam[s]
-            if h < hu:
-                r = slk[s]
-                if r < 0 or ge[r] < lim:
-                    hu = h
-                    au = s
-            if h > hd and ae[s] > 0:
+            if h < hu and (up & bit):
+                hu = h
+                au = s
+            if h > hd and (pos & bit):
                 hd = h
                 ad = s
             if h < ha:
@@ -544,43 +577,33 @@ cdef class S2DOState:
         self.viol[e] = v
         self.wp[e] = bp
         self.wq[e] = bq
+        self._candidate(e)
 
-    cdef inline void _fast_slot(self, Py_ssize_t e, Py_ssize_t s, bint* dirty) noexcept nogil:
-        """Slot s of e (α unchanged) got a new h: update the cached extremes."""
-        cdef Py_ssize_t y = self.y[e]
-        cdef double h
-        if not self.active[y, s]:
-            return
-        h = -self.F[e, s] - self.gamma[y, s]
-        if self._upable(e, y, s):
-            if h < self.hup[e]:
-                self.hup[e] = h
-                self.aup[e] = s
-            elif self.aup[e] == s:
-                dirty[0] = True
-        if self.alpha[e, s] > 0:
-            if h > self.hdn[e]:
-                self.hdn[e] = h
-                self.adn[e] = s
-            elif self.adn[e] == s:
-                dirty[0] = True
-        if h < self.hall[e]:
-            self.hall[e] = h
-            self.aall[e] = s
-        elif self.aall[e] == s:
-            dirty[0] = True
-
-    cdef inline Py_ssize_t _best_single(self, Py_ssize_t e) noexcept nogil:
-        cdef double vu = -INFINITY, vd = -INFINITY, sg = self.sigma[e]
+    cdef inline void _candidate(self, Py_ssize_t e) noexcept nogil:
+        """What e offers as second variable: its most violating single slot."""
+        cdef double vu = -INFINITY, vd = -INFINITY, sg = self.sigma[e], g2
+        cdef Py_ssize_t s = -1, ye = self.y[e]
+        cdef mask_t bit
+        self.cand_idx[e] = -1
         if self.aup[e] >= 0:
             vu = -sg - self.hup[e]
         if self.adn[e] >= 0:
             vd = sg + self.hdn[e]
         if vu > 0 and vu >= vd:
-            return self.aup[e]
-        if vd > 0:
-            return self.adn[e]
-        return -1
+            s = self.aup[e]
+        elif vd > 0:
+            s = self.adn[e]
+        else:
+            return
+        g2 = sg - self.F[e, s] - self.gamma[ye, s]
+        if self.stale[e]:
+            # Stale extremes: check that the slot really can move.
+            bit = (<mask_t>1) << s
+            if not ((g2 < 0 and (self.upmask[e] & bit)) or (g2 > 0 and (self.posmask[e] & bit))):
+                return
+        self.cand_g[e] = g2
+        self.cand_h[e] = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+        self.cand_idx[e] = <int>(ye * self.P + s)
 
     cdef void _find_max(self) noexcept nogil:
         cdef Py_ssize_t t, e, best_e = -1
@@ -846,48 +869,45 @@ cdef class S2DOState:
         """
         cdef Py_ssize_t t, e, ye, s, P = self.P
         cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, p = self.sp, bk = -1, bq = -1
-        cdef int r1 = self.sr1, r2
+        cdef int r1 = self.sr1
         cdef double g1 = self.sg1, h11 = self.sh11, g2, h12, h22, gn, best = -1.0
-        cdef double lim = self.C - self.eps_cap, shift = self.shift
+        cdef double shift = self.shift
+        cdef mask_t bit
         cdef const double* Ki = self.pKi
         cdef const double* Mrow = self.sMrow
+        cdef const Py_ssize_t* work = &self.work_idx[0]
+        cdef const int* cidx = &self.cand_idx[0]
+        cdef const double* cg = &self.cand_g[0]
+        cdef const double* ch = &self.cand_h[0]
+        cdef int c
         cdef bint movable
         if t1 > self.n_work:
             t1 = self.n_work
         for t in range(b * CHUNK, t1):
-            e = self.work_idx[t]
-            ye = self.y[e]
+            e = work[t]
             if e != i:
-                s = self._best_single(e)
-                if s < 0:
+                c = cidx[e]
+                if c < 0:
                     continue
-                g2 = self.sigma[e] - self.F[e, s] - self.gamma[ye, s]
-                if self.stale[e]:
-                    # Stale extremes: check that the slot really can move.
-                    r2 = self.slack[ye, s]
-                    if not ((g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim))
-                            or (g2 > 0 and self.alpha[e, s] > 0)):
-                        continue
-                h22 = self.Mdiag[ye, s] * (self.kdiag[e] + shift)
-                h12 = Mrow[ye * P + s] * Ki[e]
-                gn = _gain(g1, g2, h11, h12, h22)
+                gn = _gain(g1, cg[e], h11, Mrow[c] * Ki[e], ch[e])
                 if gn > best:
                     best = gn
                     bk = e
-                    bq = s
+                    bq = c % P
                 continue
+            ye = self.y[e]
             for s in range(P):
                 if s == p or not self.active[ye, s]:
                     continue
                 g2 = self.sigma[e] - self.F[e, s] - self.gamma[ye, s]
                 if g2 == 0:
                     continue
-                r2 = self.slack[ye, s]
-                if r1 >= 0 and r2 == r1:
-                    movable = g2 < 0 or self.alpha[e, s] > 0
+                bit = (<mask_t>1) << s
+                if r1 >= 0 and self.slack[ye, s] == r1:
+                    movable = g2 < 0 or (self.posmask[e] & bit)
                 else:
-                    movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or \
-                        (g2 > 0 and self.alpha[e, s] > 0)
+                    movable = (g2 < 0 and (self.upmask[e] & bit)) or \
+                        (g2 > 0 and (self.posmask[e] & bit))
                 if not movable:
                     continue
                 h22 = self.Mdiag[ye, s] * (self.kdiag[e] + shift)
@@ -959,10 +979,11 @@ cdef class S2DOState:
         solver's hot spot.  Touches only rows of its own examples (thread-safe).
         """
         cdef Py_ssize_t e, y, s, best_e = -1, au, ad, aa
-        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, i = self.pi, k = self.pk
+        cdef Py_ssize_t P = self.P, Q = self.Q, i = self.pi, k = self.pk
         cdef Py_ssize_t e1 = (b + 1) * CHUNK
-        cdef int j, r, nc = self.pnc
-        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, lim = self.C - self.eps_cap
+        cdef int j, nc = self.pnc
+        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1
+        cdef mask_t up, pos, bit
         cdef double shift = self.shift, dS0 = self.pdS0, dS1 = self.pdS1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
         cdef bint rescan_all = self.prescan_all
@@ -975,11 +996,10 @@ cdef class S2DOState:
         cdef double* Fe
         cdef double* S = &self.S[0]
         cdef const unsigned char* inwork = &self.inwork[0]
-        cdef const double* alpha = &self.alpha[0, 0]
-        cdef const double* gsum = &self.gsum[0, 0]
+        cdef const mask_t* upmask = &self.upmask[0]
+        cdef const mask_t* posmask = &self.posmask[0]
+        cdef const mask_t* actmask = &self.actmask[0]
         cdef const double* gam = &self.gamma[0, 0]
-        cdef const unsigned char* act = &self.active[0, 0]
-        cdef const int* slk = &self.slack[0, 0]
         cdef const int* ucnt = &self.u_cnt[0]
         cdef const int* ucol = &self.u_col[0, 0]
         cdef const double* uval = &self.u_val[0, 0]
@@ -1028,19 +1048,21 @@ cdef class S2DOState:
                 au = aup[e]
                 ad = adn[e]
                 aa = aall[e]
+                up = upmask[e]
+                pos = posmask[e]
                 for j in range(nc):
                     s = cc[j]
-                    if not act[y * P + s]:
+                    bit = (<mask_t>1) << s
+                    if not (actmask[y] & bit):
                         continue
                     h = -Fe[s] - gam[y * P + s]
-                    r = slk[y * P + s]
-                    if r < 0 or gsum[e * R + r] < lim:
+                    if up & bit:
                         if h < hu:
                             hu = h
                             au = s
                         elif au == s:
                             dirty = True
-                    if alpha[e * P + s] > 0:
+                    if pos & bit:
                         if h > hd:
                             hd = h
                             ad = s

@@ -76,11 +76,11 @@ def _fast_tables(problem: DualProblem, tables: dict):
     The fast path needs every active constraint of class y to read
     ν_{y,s,·} = u_y − e_s (slot s compares class s with a per-class
     combination u_y: WW, CS, LLW, M-SVM²), and the slack groups to be either
-    all singletons (sum-loss) or one group of all slots (max-loss).
+    all singletons (sum-loss) or one group of all slots (max-loss), and Q ≤ 64.
     """
     machine = problem.machine
     Q, P = machine.n_classes, machine.n_slots
-    if P != Q:
+    if P != Q or P > 64:   # the solver keeps 64-bit slot masks per example
         return None
     nu = machine.nu * machine.active[:, :, None]
     eye = np.eye(Q)
