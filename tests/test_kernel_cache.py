@@ -304,3 +304,39 @@ def test_bad_shapes_and_indices():
     with pytest.raises(TypeError):
         kc.row(1.5)
     assert kc.n_hits + kc.n_misses == 0  # rejected requests touch nothing
+
+
+# ---------------------------------------------------------------- prefetch
+
+
+@pytest.mark.parametrize("code", [LINEAR, POLY, RBF, SIGMOID])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_prefetched_rows_match_sklearn_and_evict_nothing(code, n_threads):
+    """A block of rows by dgemm (3 column blocks here) equals the kernel; no slot is reused."""
+    X = _dense(m=1100, d=7)
+    K = _reference(X, code)
+    kc = _make(X, code, _mb_for_rows(1100, 12))
+    kc.n_threads = n_threads
+    assert kc.capacity == 12
+    kc.row(5)
+    wanted = [5, 9, 9, 1099, 0, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309]
+    assert kc.prefetch_rows(wanted) == 11   # 5 cached, 9 twice, 12 - 1 free slots
+    assert kc.n_prefetched == 11 and kc.n_misses == 1
+    assert kc.n_kernel_evaluations == 12 * 1100
+    assert set(kc.cached_rows()) == {5, 9, 1099, 0, 300, 301, 302, 303, 304, 305, 306, 307}
+    assert kc.prefetch_rows([400]) == 0     # full: nothing evicted
+    got = kc.rows([9, 1099, 0, 307])
+    np.testing.assert_allclose(got, K[[9, 1099, 0, 307]], rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[:, [9, 1099, 0, 307]].diagonal(),
+                                  kc.diagonal()[[9, 1099, 0, 307]])
+    assert kc.n_misses == 1 and kc.n_hits == 4
+
+
+def test_prefetch_declined_where_rows_are_computed_one_at_a_time():
+    X = _dense()
+    assert _make(X, LAPLACE).prefetch_rows([0, 1]) == 0
+    assert _make(_csr_with_empty_rows(), RBF).prefetch_rows([0, 1]) == 0
+    g, deg, c0 = KERNELS[RBF][2]
+    assert KernelCache(X, RBF, g, deg, c0, 64.0, float32=True).prefetch_rows([0, 1]) == 0
+    with pytest.raises(IndexError):
+        _make(X, RBF).prefetch_rows([40])

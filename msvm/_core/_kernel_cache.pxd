@@ -47,6 +47,7 @@ cdef class KernelCache:
     cdef readonly long long n_kernel_evaluations
     cdef readonly long long n_hits
     cdef readonly long long n_misses
+    cdef readonly long long n_prefetched  # rows computed ahead of a request (prefetch)
     cdef readonly bint float32            # rows stored as float32 (twice the capacity)
     cdef public int n_threads             # OpenMP threads for computing a row
 
@@ -81,6 +82,9 @@ cdef class KernelCache:
     # C API.
     cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil
     cdef double diag(self, Py_ssize_t i) noexcept nogil
+    cdef bint cached(self, Py_ssize_t i) noexcept nogil
+    cdef bint can_prefetch(self) noexcept nogil
+    cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil
 
     # Internals.
     cdef _free_all(self)
@@ -96,4 +100,6 @@ cdef class KernelCache:
     cdef void _transform(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                          Py_ssize_t j1) noexcept nogil
     cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil
+    cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
+                              Py_ssize_t slot0, Py_ssize_t b) noexcept nogil
     cdef void _unlink(self, Py_ssize_t slot) noexcept nogil

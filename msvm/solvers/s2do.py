@@ -318,6 +318,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_parallel_iter": int(state.n_parallel_iter),
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
+            "cache_prefetched": int(cache.n_prefetched),
             "cache_rows": int(cache.capacity),
             **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
                if trace is not None else {}),
