@@ -216,7 +216,7 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
 
 
 class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
-    """Select the hyper-parameters of an M-SVM² by its radius–margin bound.
+    """Select the hyper-parameters of an M-SVM² by a leave-one-out bound (seed 001).
 
     Every point of ``param_grid`` is trained once on all the data and scored
     by an upper bound on its leave-one-out error count

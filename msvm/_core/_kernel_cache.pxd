@@ -100,6 +100,7 @@ cdef class KernelCache:
     cdef void _transform(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                          Py_ssize_t j1) noexcept nogil
     cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil
+    cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil
     cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
                               Py_ssize_t slot0, Py_ssize_t b) noexcept nogil
     cdef void _unlink(self, Py_ssize_t slot) noexcept nogil

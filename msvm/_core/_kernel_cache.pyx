@@ -363,7 +363,7 @@ cdef class KernelCache:
         return self._diag[i]
 
     cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil:
-        cdef Py_ssize_t slot, old, j
+        cdef Py_ssize_t slot, j
         cdef Py_ssize_t m = self.n_samples
         cdef double* out
         cdef float* stored
@@ -385,18 +385,7 @@ cdef class KernelCache:
                 out[j] = stored[j]
             return out
         self.n_misses += 1
-        if self._n_used < self.capacity:
-            slot = self._n_used
-            self._n_used += 1
-        else:
-            slot = self._tail             # least recently used
-            old = self._row_of_slot[slot]
-            self._slot_of_row[old] = -1
-            self._unlink(slot)
-        self.n_kernel_evaluations += m
-        self._row_of_slot[slot] = i
-        self._slot_of_row[i] = slot
-        self._move_to_front(slot)
+        slot = self._take_slot(i)
         if not self.float32:
             self._compute_row(i, self._buffer + slot * m)
             return self._buffer + slot * m
@@ -427,7 +416,7 @@ cdef class KernelCache:
         computed (0 unless :meth:`can_prefetch`).  The values equal
         :meth:`row_ptr`'s up to rounding (another summation order).
         """
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, r, slot0, b
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, slot0, b
         cdef Py_ssize_t n_blocks = (m + ROW_BLOCK - 1) // ROW_BLOCK
         cdef double* G
         if not self.can_prefetch():
@@ -443,12 +432,8 @@ cdef class KernelCache:
             return 0
         slot0 = self._n_used
         for t in range(n):
-            r = rows[t]
-            memcpy(G + t * d, &self._X[r, 0], d * sizeof(double))
-            self._row_of_slot[slot0 + t] = r
-            self._slot_of_row[r] = slot0 + t
-            self._move_to_front(slot0 + t)
-        self._n_used += n
+            memcpy(G + t * d, &self._X[rows[t], 0], d * sizeof(double))
+            self._take_slot(rows[t])      # never-used slots: slot0 + t
         if self.n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
                 self._prefetch_block(rows, n, G, slot0, b)
@@ -458,7 +443,6 @@ cdef class KernelCache:
         free(G)
         for t in range(n):
             self._buffer[(slot0 + t) * m + rows[t]] = self._diag[rows[t]]
-        self.n_kernel_evaluations += n * m
         self.n_prefetched += n
         return n
 
@@ -481,6 +465,22 @@ cdef class KernelCache:
             self._transform(rows[t], out + t * m, j0, j1)
 
     # ----------------------------------------------------------- LRU list ops
+
+    cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil:
+        """A slot for row i, most recently used: the next never-used one, else the LRU's."""
+        cdef Py_ssize_t slot
+        if self._n_used < self.capacity:
+            slot = self._n_used
+            self._n_used += 1
+        else:
+            slot = self._tail
+            self._slot_of_row[self._row_of_slot[slot]] = -1
+            self._unlink(slot)
+        self.n_kernel_evaluations += self.n_samples
+        self._row_of_slot[slot] = i
+        self._slot_of_row[i] = slot
+        self._move_to_front(slot)
+        return slot
 
     cdef void _unlink(self, Py_ssize_t slot) noexcept nogil:
         cdef Py_ssize_t p = self._prev[slot], n = self._next[slot]

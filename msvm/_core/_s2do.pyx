@@ -388,10 +388,10 @@ cdef class S2DOState:
         self.aall = np.full(self.m, -1, dtype=np.intp)
         self.stale = np.zeros(self.m, dtype=np.uint8)
         self.upmask = np.zeros(self.m, dtype=np.uint64)
+        self.posmask = np.zeros(self.m, dtype=np.uint64)
         self.cand_idx = np.full(self.m, -1, dtype=np.int32)
         self.cand_g = np.zeros(self.m)
         self.cand_h = np.zeros(self.m)
-        self.posmask = np.zeros(self.m, dtype=np.uint64)
         if self.fast:
             self.actmask = (np.asarray(active, dtype=np.uint64)
                             << np.arange(self.P, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
@@ -578,11 +578,7 @@ cdef class S2DOState:
         self.stale[e] = 0
 
     cdef inline void _fast_violation(self, Py_ssize_t e) noexcept nogil:
-        """viol[e] and its slot(s) from σ_e and the cached extremes; then e's offer.
-
-        Everything is read into locals first: the pass calls this per example,
-        and every store through a memoryview would otherwise reload the others.
-        """
+        """viol[e] and its slot(s) from σ_e and the cached extremes; then e's offer."""
         cdef double v = 0.0, w, sg = self.sigma[e], hu = self.hup[e], hd = self.hdn[e]
         cdef Py_ssize_t bp = -1, bq = -1, au = self.aup[e], ad = self.adn[e], s = -1
         cdef Py_ssize_t ye = self.y[e]
