@@ -115,7 +115,7 @@ diagnostics' KKT violation never exceeds the solver's).
 
 cimport cython
 from cython.parallel cimport prange
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
@@ -135,6 +135,13 @@ cdef Py_ssize_t CHUNK = 256
 # iterations run with the faster setting before timing both again.
 cdef long long TUNE_WINDOW = 256
 cdef long long TUNE_COMMIT = 8192
+
+# Lazy refresh (see S2DOState._lazy_control): an example whose violation bound
+# stays below LAZY_FRACTION times the largest violation is not refreshed; the
+# payoff is weighed every LAZY_WINDOW steps, a loss pauses it LAZY_OFF steps.
+cdef double LAZY_FRACTION = 0.97
+cdef long long LAZY_WINDOW = 256
+cdef long long LAZY_OFF = 2048
 
 # Rows requested from the cache's prefetch at a miss (the missing one and the
 # most violating examples whose rows are not cached yet).
@@ -228,6 +235,16 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] adn
     cdef Py_ssize_t[::1] aall
     cdef unsigned char[::1] stale
+    # Lazy refresh: how far the cached extremes of a cold example may be from the
+    # true ones, and the violation below which an example stays cold.
+    cdef public double lazy_fraction
+    cdef double cold_below
+    cdef bint lazy_on
+    cdef int lazy_backoff
+    cdef long long lazy_count, win_cold, win_reheat
+    cdef readonly long long n_cold, n_reheat
+    cdef long long* ccold
+    cdef long long* creheat
     # Each example's offer as second variable (see _fast_violation): its best single
     # slot as an index y·P + s into a row of M (−1: none), its gradient and H diagonal.
     cdef int[::1] cand_idx
@@ -301,6 +318,8 @@ cdef class S2DOState:
         self.cbest = NULL
         self.cidx = NULL
         self.cslot = NULL
+        self.ccold = NULL
+        self.creheat = NULL
         self.pcol = NULL
         self.pw0 = NULL
         self.pw1 = NULL
@@ -317,6 +336,8 @@ cdef class S2DOState:
         free(self.cbest)
         free(self.cidx)
         free(self.cslot)
+        free(self.ccold)
+        free(self.creheat)
         free(self.pcol)
         free(self.pw0)
         free(self.pw1)
@@ -387,6 +408,9 @@ cdef class S2DOState:
         self.adn = np.full(self.m, -1, dtype=np.intp)
         self.aall = np.full(self.m, -1, dtype=np.intp)
         self.stale = np.zeros(self.m, dtype=np.uint8)
+        self.lazy_fraction = LAZY_FRACTION
+        self.cold_below = 0.0
+        self.lazy_on = True
         self.upmask = np.zeros(self.m, dtype=np.uint64)
         self.posmask = np.zeros(self.m, dtype=np.uint64)
         self.cand_idx = np.full(self.m, -1, dtype=np.int32)
@@ -401,10 +425,13 @@ cdef class S2DOState:
         self.cbest = <double*>malloc(n_chunks * sizeof(double))
         self.cidx = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
         self.cslot = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
+        self.ccold = <long long*>malloc(n_chunks * sizeof(long long))
+        self.creheat = <long long*>malloc(n_chunks * sizeof(long long))
         self.pcol = <int*>malloc(2 * self.Q * sizeof(int))
         self.pw0 = <double*>malloc(2 * self.Q * sizeof(double))
         self.pw1 = <double*>malloc(2 * self.Q * sizeof(double))
         if (self.cbest == NULL or self.cidx == NULL or self.cslot == NULL or self.pcol == NULL
+                or self.ccold == NULL or self.creheat == NULL
                 or self.pw0 == NULL or self.pw1 == NULL):
             raise MemoryError()
         self.shrink_interval = 1000
@@ -623,22 +650,24 @@ cdef class S2DOState:
         self.cand_idx[e] = -1
 
     cdef void _find_max(self) noexcept nogil:
+        """The largest violation over the working set (exact: a stale example, whose
+        viol is an upper bound, is rescanned when its bound beats the exact ones)."""
         cdef Py_ssize_t t, e, best_e = -1
         cdef double best = -1.0
-        while True:
-            best_e = -1
-            best = -1.0
-            for t in range(self.n_work):
+        for t in range(self.n_work):   # exact values first ...
+            e = self.work_idx[t]
+            if self.viol[e] > best and not (self.fast and self.stale[e]):
+                best = self.viol[e]
+                best_e = e
+        if self.fast:
+            for t in range(self.n_work):   # ... then the bounds that beat them
                 e = self.work_idx[t]
-                if self.viol[e] > best:
-                    best = self.viol[e]
-                    best_e = e
-            if self.fast and best_e >= 0 and self.stale[best_e]:
-                # viol of a stale example is an upper bound: make it exact, look again.
-                self._rescan(best_e)
-                self._fast_violation(best_e)
-                continue
-            break
+                if self.stale[e] and self.viol[e] > best:
+                    self._rescan(e)
+                    self._fast_violation(e)
+                    if self.viol[e] > best or (self.viol[e] == best and e < best_e):
+                        best = self.viol[e]
+                        best_e = e
         self.max_violation = best if best > 0 else 0.0
         self.next_i = best_e if best > 0 else -1
         if self.next_i >= 0:
@@ -1003,6 +1032,7 @@ cdef class S2DOState:
         self.pk = k
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
+        self.cold_below = self.lazy_fraction * self.max_violation if self.lazy_on else 0.0
         if self.cur_threads > 1 and n_chunks > 1:
             for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
                 self._pass_chunk(b)
@@ -1013,6 +1043,11 @@ cdef class S2DOState:
             if self.cbest[b] > best:
                 best = self.cbest[b]
                 best_e = self.cidx[b]
+        self._lazy_control(n_chunks)
+        if best < self.cold_below:
+            # A cold example's bound might exceed the exact maximum: search them too.
+            self._find_max()
+            return
         self.max_violation = best
         self.next_i = best_e
         if best_e >= 0:
@@ -1029,7 +1064,10 @@ cdef class S2DOState:
         cdef Py_ssize_t P = self.P, Q = self.Q, i = self.pi, k = self.pk
         cdef Py_ssize_t e1 = (b + 1) * CHUNK
         cdef int j, nc = self.pnc
-        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1
+        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, dlt, dmax, D, ub, g2
+        cdef double cold_below = self.cold_below
+        cdef long long n_cold = 0, n_reheat = 0
+        cdef int c
         cdef mask_t up, pos, bit
         cdef double shift = self.shift, dS0 = self.pdS0, dS1 = self.pdS1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
@@ -1061,6 +1099,8 @@ cdef class S2DOState:
         cdef Py_ssize_t* adn = &self.adn[0]
         cdef Py_ssize_t* aall = &self.aall[0]
         cdef unsigned char* stale = &self.stale[0]
+        cdef int* cidx = &self.cand_idx[0]
+        cdef double* cg = &self.cand_g[0]
         if e1 > self.m:
             e1 = self.m
         for e in range(b * CHUNK, e1):
@@ -1072,8 +1112,12 @@ cdef class S2DOState:
             if e == k:
                 k1 = k1 + shift
             Fe = F + e * Q
+            dmax = 0.0
             for j in range(nc):
-                Fe[cc[j]] += w0[j] * k0 + w1[j] * k1
+                dlt = w0[j] * k0 + w1[j] * k1
+                Fe[cc[j]] += dlt
+                if fabs(dlt) > dmax:
+                    dmax = fabs(dlt)
             if centred:
                 S[e] += dS0 * k0 + dS1 * k1
             if not inwork[e]:
@@ -1084,11 +1128,27 @@ cdef class S2DOState:
                 v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
             if centred:
                 v -= kap[y] * S[e]
+            if e != i and e != k:
+                # Each gradient moved by at most |Δσ| + dmax, each pair difference by
+                # 2 dmax: viol[e] plus that bounds the new violation.
+                ub = fabs(v - sigma[e]) + dmax
+                if max_loss and 2 * dmax > ub:
+                    ub = 2 * dmax
+                ub += viol[e]
+                if ub <= cold_below:
+                    # Cold: far below the largest violation, made exact when it comes
+                    # near it; its offer (the second-variable search) waits too.
+                    n_cold += 1
+                    sigma[e] = v
+                    viol[e] = ub
+                    stale[e] = 1
+                    continue
             sigma[e] = v
-            if e == i or e == k or rescan_all:
+            if e == i or e == k or rescan_all or stale[e]:
+                n_reheat += stale[e]
                 self._rescan(e)
             else:
-                dirty = stale[e]
+                dirty = False
                 hu = hup[e]
                 hd = hdn[e]
                 ha = hall[e]
@@ -1142,6 +1202,41 @@ cdef class S2DOState:
                 best_e = e
         self.cbest[b] = best
         self.cidx[b] = best_e
+        self.ccold[b] = n_cold
+        self.creheat[b] = n_reheat
+
+    cdef void _lazy_control(self, Py_ssize_t n_chunks) noexcept nogil:
+        """Keep cold examples only while they pay (see the module docstring).
+
+        A cold visit saves roughly half an incremental refresh; an example that
+        turns hot again costs a rescan of its P slots.  Every LAZY_WINDOW
+        steps the two are weighed; when the rescans cost more, cold visits are
+        switched off for LAZY_OFF steps (doubled each time, up to 64×).
+        """
+        cdef Py_ssize_t b
+        if not self.lazy_on:
+            self.lazy_count += 1
+            if self.lazy_count >= LAZY_OFF << self.lazy_backoff:
+                self.lazy_on = True
+                self.lazy_count = 0
+            return
+        for b in range(n_chunks):
+            self.win_cold += self.ccold[b]
+            self.win_reheat += self.creheat[b]
+        self.lazy_count += 1
+        if self.lazy_count < LAZY_WINDOW:
+            return
+        self.n_cold += self.win_cold
+        self.n_reheat += self.win_reheat
+        if 2 * self.win_cold < self.win_reheat * self.P:
+            self.lazy_on = False
+            if self.lazy_backoff < 6:
+                self.lazy_backoff += 1
+        else:
+            self.lazy_backoff = 0
+        self.lazy_count = 0
+        self.win_cold = 0
+        self.win_reheat = 0
 
     cdef void _collect(self, int slot, Py_ssize_t y, Py_ssize_t p, double d, bint reset) noexcept nogil:
         """Add d·ν_{y,p,·} to the β-delta row ``slot`` and list its changed columns."""
@@ -1202,6 +1297,9 @@ cdef class S2DOState:
         cdef double margin = self.shrink_margin * self.tol
         for t in range(self.n_work):
             e = self.work_idx[t]
+            if self.fast and self.stale[e]:
+                self._rescan(e)
+                self._fast_violation(e)
             if self.viol[e] > 0 or self._near(e, margin):
                 self.work_idx[n] = e
                 n += 1
