@@ -1294,7 +1294,11 @@ cdef class S2DOState:
     cdef void _shrink(self) noexcept nogil:
         """Drop examples with no variable near switching (see module docstring)."""
         cdef Py_ssize_t t, e, n = 0
+        # As libsvm: an example must be out of the current violating range, not only
+        # out of tol; shrinking by tol alone early on drops examples that come back.
         cdef double margin = self.shrink_margin * self.tol
+        if self.max_violation > margin:
+            margin = self.max_violation
         for t in range(self.n_work):
             e = self.work_idx[t]
             if self.fast and self.stale[e]:
