@@ -56,11 +56,11 @@ def test_matches_reference(model, kernel):
         assert solution.n_kernel_evaluations > 0
 
 
-@pytest.mark.parametrize("options", [{"shrinking": False}, {"fast": False},
+@pytest.mark.parametrize("options", [{"shrinking": False}, {"fast": False}, {"lazy": False},
                                      {"fast": False, "shrinking": False}])
 @pytest.mark.parametrize("model", MODELS)
 def test_variants_same_optimum(model, options):
-    """Without shrinking, and the generic loop (exact Alg. 4 over all variables)."""
+    """Without shrinking, without cold examples, and the generic loop (exact Alg. 4)."""
     s2do = _s2do()
     for case in (CASES[4], CASES[8]):
         name, X, y, C = case
@@ -154,3 +154,4 @@ def test_cached_violations_are_upper_bounds(model):
             if pos.any():
                 v = max(v, float(ge[pos].max()))
             assert v <= cached["viol"][e] + 1e-10, (e, v, cached["viol"][e])
+    assert state.n_cold > 0   # the cold (lazily refreshed) path was exercised

@@ -165,7 +165,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
           blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", trace: float | None = None,
-          tune_threads: bool = True, test_set=None) -> DualSolution:
+          tune_threads: bool = True, lazy: bool = True, test_set=None) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -208,6 +208,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tune_threads : bool
         With ``n_jobs`` > 1, time one thread against all every few thousand
         iterations and use the faster (default); False always uses all.
+    lazy : bool
+        Fast path: leave examples whose violation bound stays well below the
+        largest violation un-refreshed until it comes near (default; paused
+        automatically while it does not pay, see :mod:`msvm._core._s2do`).
+        The stopping test is exact either way.
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
@@ -272,6 +277,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     slice_ = min(1.0 if verbose else np.inf, np.inf if trace is None else float(trace))
     last_print = -np.inf
     state.tune_threads = bool(tune_threads)
+    state.lazy = bool(lazy)
     n_start = state.n_iter
     if trace is not None:
         record()
@@ -319,6 +325,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
             "cache_prefetched": int(cache.n_prefetched),
+            "cold_visits": int(state.n_cold),
+            "cold_rescans": int(state.n_reheat),
             "cache_rows": int(cache.capacity),
             **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
                if trace is not None else {}),
