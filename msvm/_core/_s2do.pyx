@@ -164,6 +164,13 @@ cdef long long LAZY_OFF = 2048
 # most violating examples whose rows are not cached yet).
 cdef Py_ssize_t PREFETCH = 16
 
+# stale[e]: 0 exact; BOUND: some extreme kept at the value of a slot that moved
+# away (still a one-sided bound, updated incrementally); COLD: the extremes
+# missed whole steps (rescanned before use).
+cdef enum:
+    BOUND = 1
+    COLD = 2
+
 # Return codes of run().
 cdef enum:
     CONVERGED = 0
@@ -1161,14 +1168,14 @@ cdef class S2DOState:
                     n_cold += 1
                     sigma[e] = v
                     viol[e] = ub
-                    stale[e] = 1
+                    stale[e] = COLD
                     continue
             sigma[e] = v
-            if e == i or e == k or rescan_all or stale[e]:
-                n_reheat += stale[e]
+            if e == i or e == k or rescan_all or stale[e] == COLD:
+                n_reheat += stale[e] == COLD
                 self._rescan(e)
             else:
-                dirty = False
+                dirty = stale[e]
                 hu = hup[e]
                 hd = hdn[e]
                 ha = hall[e]
