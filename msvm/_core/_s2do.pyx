@@ -259,8 +259,9 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] adn
     cdef Py_ssize_t[::1] aall
     cdef unsigned char[::1] stale
-    # Lazy refresh: how far the cached extremes of a cold example may be from the
-    # true ones, and the violation below which an example stays cold.
+    # Cold examples (module docstring, _lazy_control): the fraction of the largest
+    # violation below which an example's bound keeps it cold, the threshold of the
+    # current pass, the on/off state and its counters (per chunk, per window, total).
     cdef public double lazy_fraction
     cdef double cold_below
     cdef public bint lazy
@@ -1091,10 +1092,9 @@ cdef class S2DOState:
         cdef Py_ssize_t P = self.P, Q = self.Q, i = self.pi, k = self.pk
         cdef Py_ssize_t e1 = (b + 1) * CHUNK
         cdef int j, nc = self.pnc
-        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, dlt, dmax, D, ub, g2
+        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, dlt, dmax, ub
         cdef double cold_below = self.cold_below
         cdef long long n_cold = 0, n_reheat = 0
-        cdef int c
         cdef mask_t up, pos, bit
         cdef double shift = self.shift, dS0 = self.pdS0, dS1 = self.pdS1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
@@ -1126,8 +1126,6 @@ cdef class S2DOState:
         cdef Py_ssize_t* adn = &self.adn[0]
         cdef Py_ssize_t* aall = &self.aall[0]
         cdef unsigned char* stale = &self.stale[0]
-        cdef int* cidx = &self.cand_idx[0]
-        cdef double* cg = &self.cand_g[0]
         if e1 > self.m:
             e1 = self.m
         for e in range(b * CHUNK, e1):
