@@ -64,8 +64,8 @@ Two loops share this state:
   *stale* and keeps the old extreme, which remains a bound (min from
   below, max from above), so ``viol[e]`` is an upper bound of the true
   violation; a stale example is rescanned (O(P)) when its bound would
-  lead the running maximum or at its next refresh, so the maximum found is
-  exact and so is the stopping test.  The second variable is searched among each example's
+  lead the running maximum, so the maximum found is exact and so is the
+  stopping test.  The second variable is searched among each example's
   best single violator (plus every slot of the first variable's own
   example): O(m) per iteration; on usps this does not change the number of
   iterations measured against the exhaustive search.  The offer (its slot,
@@ -91,7 +91,7 @@ the example is marked stale, and its extremes and second-variable offer wait.
 When the bound comes near the maximum the example is rescanned.  If no exact
 violation reaches the threshold, ``_find_max`` makes the leading bounds exact,
 so the first variable and the stopping test stay exact.  The payoff depends
-on the kernel: on usps ~96% of the visits are cold (usps-ww: 14.4 s → 7.3 s
+on the kernel: on usps ~96% of the visits are cold (usps-ww: 14.3 s → 7.4 s
 on one thread, same iterations), while on letter (16 features, large kernel
 values) the bounds grow too fast and the rescans cost more than the cold
 visits save; ``_lazy_control`` weighs the two every LAZY_WINDOW steps and
@@ -259,18 +259,17 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] adn
     cdef Py_ssize_t[::1] aall
     cdef unsigned char[::1] stale
-    # Cold examples (module docstring, _lazy_control): the fraction of the largest
-    # violation below which an example's bound keeps it cold, the threshold of the
-    # current pass, the on/off state and its counters (per chunk, per window, total).
-    cdef public double lazy_fraction
+    # Cold examples (module docstring, _lazy_control): the threshold of the current
+    # pass, the user's switch, the on/off state and its counters (per chunk, per
+    # window, total).
     cdef double cold_below
     cdef public bint lazy
     cdef bint lazy_on
     cdef int lazy_backoff
-    cdef long long lazy_count, win_cold, win_reheat
-    cdef readonly long long n_cold, n_reheat
+    cdef long long lazy_count, win_cold, win_rescan
+    cdef readonly long long n_cold, n_rescan
     cdef long long* ccold
-    cdef long long* creheat
+    cdef long long* crescan
     # Each example's offer as second variable (see _fast_violation): its best single
     # slot as an index y·P + s into a row of M (−1: none), its gradient and H diagonal.
     cdef int[::1] cand_idx
@@ -345,7 +344,7 @@ cdef class S2DOState:
         self.cidx = NULL
         self.cslot = NULL
         self.ccold = NULL
-        self.creheat = NULL
+        self.crescan = NULL
         self.pcol = NULL
         self.pw0 = NULL
         self.pw1 = NULL
@@ -363,7 +362,7 @@ cdef class S2DOState:
         free(self.cidx)
         free(self.cslot)
         free(self.ccold)
-        free(self.creheat)
+        free(self.crescan)
         free(self.pcol)
         free(self.pw0)
         free(self.pw1)
@@ -434,7 +433,6 @@ cdef class S2DOState:
         self.adn = np.full(self.m, -1, dtype=np.intp)
         self.aall = np.full(self.m, -1, dtype=np.intp)
         self.stale = np.zeros(self.m, dtype=np.uint8)
-        self.lazy_fraction = LAZY_FRACTION
         self.cold_below = -1.0
         self.lazy_on = True
         self.lazy = True
@@ -453,12 +451,12 @@ cdef class S2DOState:
         self.cidx = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
         self.cslot = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
         self.ccold = <long long*>malloc(n_chunks * sizeof(long long))
-        self.creheat = <long long*>malloc(n_chunks * sizeof(long long))
+        self.crescan = <long long*>malloc(n_chunks * sizeof(long long))
         self.pcol = <int*>malloc(2 * self.Q * sizeof(int))
         self.pw0 = <double*>malloc(2 * self.Q * sizeof(double))
         self.pw1 = <double*>malloc(2 * self.Q * sizeof(double))
         if (self.cbest == NULL or self.cidx == NULL or self.cslot == NULL or self.pcol == NULL
-                or self.ccold == NULL or self.creheat == NULL
+                or self.ccold == NULL or self.crescan == NULL
                 or self.pw0 == NULL or self.pw1 == NULL):
             raise MemoryError()
         self.shrink_interval = 1000
@@ -1059,7 +1057,7 @@ cdef class S2DOState:
         self.pk = k
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
-        self.cold_below = (self.lazy_fraction * self.max_violation if self.lazy and self.lazy_on
+        self.cold_below = (LAZY_FRACTION * self.max_violation if self.lazy and self.lazy_on
                            else -1.0)
         if self.cur_threads > 1 and n_chunks > 1:
             for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
@@ -1094,7 +1092,7 @@ cdef class S2DOState:
         cdef int j, nc = self.pnc
         cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, dlt, dmax, ub
         cdef double cold_below = self.cold_below
-        cdef long long n_cold = 0, n_reheat = 0
+        cdef long long n_cold = 0, n_rescan = 0
         cdef mask_t up, pos, bit
         cdef double shift = self.shift, dS0 = self.pdS0, dS1 = self.pdS1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
@@ -1170,7 +1168,7 @@ cdef class S2DOState:
                     continue
             sigma[e] = v
             if e == i or e == k or rescan_all or stale[e] == COLD:
-                n_reheat += stale[e] == COLD
+                n_rescan += stale[e] == COLD
                 self._rescan(e)
             else:
                 dirty = stale[e]
@@ -1214,7 +1212,7 @@ cdef class S2DOState:
                 aup[e] = au
                 adn[e] = ad
                 aall[e] = aa
-                stale[e] = dirty
+                stale[e] = BOUND if dirty else 0
             self._fast_violation(e)
             v = viol[e]
             if v > best and stale[e]:
@@ -1228,7 +1226,7 @@ cdef class S2DOState:
         self.cbest[b] = best
         self.cidx[b] = best_e
         self.ccold[b] = n_cold
-        self.creheat[b] = n_reheat
+        self.crescan[b] = n_rescan
 
     cdef void _lazy_control(self, Py_ssize_t n_chunks) noexcept nogil:
         """Keep cold examples only while they pay (see the module docstring).
@@ -1250,13 +1248,13 @@ cdef class S2DOState:
             return
         for b in range(n_chunks):
             self.win_cold += self.ccold[b]
-            self.win_reheat += self.creheat[b]
+            self.win_rescan += self.crescan[b]
             self.n_cold += self.ccold[b]
-            self.n_reheat += self.creheat[b]
+            self.n_rescan += self.crescan[b]
         self.lazy_count += 1
         if self.lazy_count < LAZY_WINDOW:
             return
-        if 2 * self.win_cold < self.win_reheat * self.P:
+        if 2 * self.win_cold < self.win_rescan * self.P:
             self.lazy_on = False
             if self.lazy_backoff < 6:
                 self.lazy_backoff += 1
@@ -1264,7 +1262,7 @@ cdef class S2DOState:
             self.lazy_backoff = 0
         self.lazy_count = 0
         self.win_cold = 0
-        self.win_reheat = 0
+        self.win_rescan = 0
 
     cdef void _collect(self, int slot, Py_ssize_t y, Py_ssize_t p, double d, bint reset) noexcept nogil:
         """Add d·ν_{y,p,·} to the β-delta row ``slot`` and list its changed columns."""

@@ -326,7 +326,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "cache_misses": int(cache.n_misses),
             "cache_prefetched": int(cache.n_prefetched),
             "cold_visits": int(state.n_cold),
-            "cold_rescans": int(state.n_reheat),
+            "cold_rescans": int(state.n_rescan),
             "cache_rows": int(cache.capacity),
             **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
                if trace is not None else {}),
