@@ -87,7 +87,9 @@ pass.  A step moves each gradient of e by at most |Δσ_e| + max_c |ΔF_ec|
 (a pair difference by twice the latter), so viol[e] plus that is a new upper
 bound; while it stays below LAZY_FRACTION (0.97) times the last maximum the
 example is *cold*: its F row and σ_e are updated, viol[e] becomes the bound,
-the example is marked stale, and its extremes and second-variable offer wait.
+the example is marked stale, and its extremes and second-variable offer wait;
+the second-variable search skips it (its offer holds an old gradient, and a
+gain computed with the wrong gradient is the error Algorithm 4 warns about).
 When the bound comes near the maximum the example is rescanned.  If no exact
 violation reaches the threshold, ``_find_max`` makes the leading bounds exact,
 so the first variable and the stopping test stay exact.  The payoff depends
@@ -965,8 +967,9 @@ cdef class S2DOState:
     cdef void _select_chunk(self, Py_ssize_t b) noexcept nogil:
         """Best partner in positions [b·CHUNK, (b+1)·CHUNK) of the working set.
 
-        Each other example offers its most violating single variable; the
-        first variable's own example offers every slot that can move with it.
+        Each other example offers its most violating single variable (cold
+        examples, whose offers are out of date, offer none); the first
+        variable's own example offers every slot that can move with it.
         """
         cdef Py_ssize_t t, e, ye, s, P = self.P
         cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, p = self.sp, bk = -1, bq = -1
@@ -980,6 +983,7 @@ cdef class S2DOState:
         cdef const int* cidx = &self.cand_idx[0]
         cdef const double* cg = &self.cand_g[0]
         cdef const double* ch = &self.cand_h[0]
+        cdef const unsigned char* stale = &self.stale[0]
         cdef int c
         cdef bint movable
         if t1 > self.n_work:
@@ -988,7 +992,7 @@ cdef class S2DOState:
             e = work[t]
             if e != i:
                 c = cidx[e]
-                if c < 0:
+                if c < 0 or stale[e] == COLD:
                     continue
                 gn = _gain(g1, cg[e], h11, Mrow[c] * Ki[e], ch[e])
                 if gn > best:
