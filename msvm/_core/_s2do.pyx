@@ -87,9 +87,9 @@ pass.  A step moves each gradient of e by at most |Δσ_e| + max_c |ΔF_ec|
 (a pair difference by twice the latter), so viol[e] plus that is a new upper
 bound; while it stays below LAZY_FRACTION (0.97) times the last maximum the
 example is *cold*: its F row and σ_e are updated, viol[e] becomes the bound,
-the example is marked stale, and its extremes and second-variable offer wait;
-the second-variable search skips it (its offer holds an old gradient, and a
-gain computed with the wrong gradient is the error Algorithm 4 warns about).
+the example is marked stale, its extremes wait, and it withdraws its
+second-variable offer (which holds an old gradient: a gain computed with the
+wrong gradient is the error Algorithm 4 warns about) until its next rescan.
 When the bound comes near the maximum the example is rescanned.  If no exact
 violation reaches the threshold, ``_find_max`` makes the leading bounds exact,
 so the first variable and the stopping test stay exact.  The payoff depends
@@ -265,7 +265,7 @@ cdef class S2DOState:
     # pass, the user's switch, the on/off state and its counters (per chunk, per
     # window, total).
     cdef double cold_below
-    cdef public bint lazy
+    cdef bint lazy_enabled
     cdef bint lazy_on
     cdef int lazy_backoff
     cdef long long lazy_count, win_cold, win_rescan
@@ -436,7 +436,6 @@ cdef class S2DOState:
         self.aall = np.full(self.m, -1, dtype=np.intp)
         self.stale = np.zeros(self.m, dtype=np.uint8)
         self.cold_below = -1.0
-        self.lazy_on = True
         self.lazy = True
         self.upmask = np.zeros(self.m, dtype=np.uint64)
         self.posmask = np.zeros(self.m, dtype=np.uint64)
@@ -967,9 +966,9 @@ cdef class S2DOState:
     cdef void _select_chunk(self, Py_ssize_t b) noexcept nogil:
         """Best partner in positions [b·CHUNK, (b+1)·CHUNK) of the working set.
 
-        Each other example offers its most violating single variable (cold
-        examples, whose offers are out of date, offer none); the first
-        variable's own example offers every slot that can move with it.
+        Each other example offers its most violating single variable (a cold
+        example has withdrawn its out-of-date offer); the first variable's own
+        example offers every slot that can move with it.
         """
         cdef Py_ssize_t t, e, ye, s, P = self.P
         cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, p = self.sp, bk = -1, bq = -1
@@ -983,7 +982,6 @@ cdef class S2DOState:
         cdef const int* cidx = &self.cand_idx[0]
         cdef const double* cg = &self.cand_g[0]
         cdef const double* ch = &self.cand_h[0]
-        cdef const unsigned char* stale = &self.stale[0]
         cdef int c
         cdef bint movable
         if t1 > self.n_work:
@@ -992,7 +990,7 @@ cdef class S2DOState:
             e = work[t]
             if e != i:
                 c = cidx[e]
-                if c < 0 or stale[e] == COLD:
+                if c < 0:
                     continue
                 gn = _gain(g1, cg[e], h11, Mrow[c] * Ki[e], ch[e])
                 if gn > best:
@@ -1061,8 +1059,7 @@ cdef class S2DOState:
         self.pk = k
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
-        self.cold_below = (LAZY_FRACTION * self.max_violation if self.lazy and self.lazy_on
-                           else -1.0)
+        self.cold_below = LAZY_FRACTION * self.max_violation if self.lazy_on else -1.0
         if self.cur_threads > 1 and n_chunks > 1:
             for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
                 self._pass_chunk(b)
@@ -1128,6 +1125,7 @@ cdef class S2DOState:
         cdef Py_ssize_t* adn = &self.adn[0]
         cdef Py_ssize_t* aall = &self.aall[0]
         cdef unsigned char* stale = &self.stale[0]
+        cdef int* cidx = &self.cand_idx[0]
         if e1 > self.m:
             e1 = self.m
         for e in range(b * CHUNK, e1):
@@ -1164,11 +1162,12 @@ cdef class S2DOState:
                 ub += viol[e]
                 if ub <= cold_below:
                     # Cold: far below the largest violation, made exact when it comes
-                    # near it; its offer (the second-variable search) waits too.
+                    # near it; its offer holds an old gradient, so it is withdrawn.
                     n_cold += 1
                     sigma[e] = v
                     viol[e] = ub
                     stale[e] = COLD
+                    cidx[e] = -1
                     continue
             sigma[e] = v
             if e == i or e == k or rescan_all or stale[e] == COLD:
@@ -1241,8 +1240,7 @@ cdef class S2DOState:
         switched off for LAZY_OFF steps (doubled each time, up to 64×).
         """
         cdef Py_ssize_t b
-        if not self.lazy:
-            self.lazy_on = False
+        if not self.lazy_enabled:
             return
         if not self.lazy_on:
             self.lazy_count += 1
@@ -1401,6 +1399,16 @@ cdef class S2DOState:
                     status = TIME_UP
                     break
         return status
+
+    @property
+    def lazy(self):
+        """Whether cold examples are allowed (the module docstring); set by ``solve(lazy=)``."""
+        return self.lazy_enabled
+
+    @lazy.setter
+    def lazy(self, bint value):
+        self.lazy_enabled = value
+        self.lazy_on = value
 
     cdef void _use_threads(self, int n) noexcept nogil:
         self.cur_threads = n
