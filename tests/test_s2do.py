@@ -57,10 +57,12 @@ def test_matches_reference(model, kernel):
 
 
 @pytest.mark.parametrize("options", [{"shrinking": False}, {"fast": False}, {"lazy": False},
+                                     {"block_steps": False}, {"fast": False, "block_steps": False},
                                      {"fast": False, "shrinking": False}])
 @pytest.mark.parametrize("model", MODELS)
 def test_variants_same_optimum(model, options):
-    """Without shrinking, without cold examples, and the generic loop (exact Alg. 4)."""
+    """Without shrinking, without cold examples, one 2-D step per pass (Algorithm 3 as
+    written), and the generic loop (exact Alg. 4)."""
     s2do = _s2do()
     for case in (CASES[4], CASES[8]):
         name, X, y, C = case
@@ -155,3 +157,17 @@ def test_cached_violations_are_upper_bounds(model):
                 v = max(v, float(ge[pos].max()))
             assert v <= cached["viol"][e] + 1e-10, (e, v, cached["viol"][e])
     assert state.n_cold > 0   # the cold (lazily refreshed) path was exercised
+
+
+@pytest.mark.parametrize("model", ["llw", "cs"])
+def test_block_steps_save_passes(model):
+    """Block steps: several 2-D steps per pass over the examples, fewer passes in all;
+    without them every iteration is exactly one step."""
+    s2do = _s2do()
+    name, X, y, C = CASES[8]
+    problem = make_problem(model, X, y, C=C)
+    pair = s2do.solve(problem, tol=TOL, block_steps=False)
+    block = s2do.solve(problem, tol=TOL)
+    assert pair.info["n_steps"] == pair.n_iter
+    assert block.info["n_steps"] > block.n_iter
+    assert block.n_iter < pair.n_iter, (block.n_iter, pair.n_iter)

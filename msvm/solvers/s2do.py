@@ -165,7 +165,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
           blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", trace: float | None = None,
-          tune_threads: bool = True, lazy: bool = True, test_set=None) -> DualSolution:
+          tune_threads: bool = True, lazy: bool = True, block_steps: bool = True,
+          test_set=None) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -176,7 +177,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Largest KKT violation at the solution, in gradient units (default 1e-3).
     max_iter : int, optional
         Iteration cap (default: none); reaching it gives status ``"max_iter"``
-        and a :class:`~sklearn.exceptions.ConvergenceWarning`.
+        and a :class:`~sklearn.exceptions.ConvergenceWarning`.  An iteration is
+        one working set and one pass over the examples (with ``block_steps``
+        it may hold several 2-D steps; ``info["n_steps"]`` counts those).
     warm_start : DualSolution or ndarray of shape (m, P), optional
         Starting point, e.g. the solution for a neighbouring C on a path over
         C: negative entries are clipped to 0, slack groups over the new C are
@@ -213,6 +216,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         largest violation un-refreshed until it comes near (default; paused
         automatically while it does not pay, see :mod:`msvm._core._s2do`).
         The stopping test is exact either way.
+    block_steps : bool
+        After each pair step, go on with 2-D steps on the variables of the
+        pair's two examples (first by violation, second by Algorithm 4 within
+        them) until their largest violation falls below a tenth of where it
+        started, before the pass over all examples (default).  Those steps
+        cost O(P) each against O(m) for a pass: usps-llw needs 21 000 passes
+        instead of 430 000.  False: exactly one 2-D step per iteration
+        (seed 004, Algorithm 3).
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
@@ -278,6 +289,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     last_print = -np.inf
     state.tune_threads = bool(tune_threads)
     state.lazy = bool(lazy)
+    state.block_steps = bool(block_steps)
     n_start = state.n_iter
     if trace is not None:
         record()
@@ -319,6 +331,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         scores=state.scores(),
         info={
             "max_violation": float(state.max_violation),
+            "n_steps": int(state.n_steps),
             "n_unshrink": int(state.n_unshrink),
             "n_threads": n_threads,
             "n_parallel_iter": int(state.n_parallel_iter),
