@@ -88,8 +88,8 @@ search; the steps within a block are common):
   slots may move up or down is kept as two 64-bit masks per example (fast
   path: Q ≤ 64), updated only when the example's α changes.
 
-One pass per step (fast path).  After a step the fused pass of
-``_fast_update`` visits every example once: it adds the step's β deltas
+One pass per iteration (fast path).  After the block's steps the fused pass
+of ``_fast_update`` visits every example once: it adds the summed β deltas
 times the two Gram rows to the changed columns of F_e (and S_e) and, for an
 example of the working set, refreshes σ_e, the extremes and viol[e] right
 away, while the row of F is in cache; the second-variable search of the next
@@ -805,7 +805,7 @@ cdef class S2DOState:
     cdef void _step(self) noexcept nogil:
         """One iteration: a working set, its 2-D step(s), then one pass over the examples."""
         cdef Py_ssize_t i = self.next_i, p = self.next_p, k = -1, q = -1
-        cdef Py_ssize_t yi = self.y[i], e, t
+        cdef Py_ssize_t e, t
         cdef const double* Ki = NULL
         cdef const double* Kk = NULL
         cdef double best_gain = -1.0
@@ -819,9 +819,7 @@ cdef class S2DOState:
         else:
             Ki = self.kc.row_ptr(i)
             if self.fast:
-                self._select_fast(i, p, self.slack[yi, p], self._grad(i, p),
-                                  self.Mdiag[yi, p] * Kii, Kii, &self.M[yi * self.P + p, 0], Ki,
-                                  &k, &q)
+                self._select_fast(i, p, Ki, &k, &q)
             else:
                 for t in range(self.n_work):
                     e = self.work_idx[t]
@@ -1045,19 +1043,18 @@ cdef class S2DOState:
                     self.S[self.blk1] += v * kb1
 
     # ------------------------------------------------- fast path, parallel
-    cdef void _select_fast(self, Py_ssize_t i, Py_ssize_t p, int r1, double g1, double h11,
-                           double Kii, const double* Mrow, const double* Ki,
+    cdef void _select_fast(self, Py_ssize_t i, Py_ssize_t p, const double* Ki,
                            Py_ssize_t* k, Py_ssize_t* q) noexcept nogil:
         """Second variable of the fast path: best gain over the chunks of the working set."""
-        cdef Py_ssize_t b, n_chunks = (self.n_work + CHUNK - 1) // CHUNK
+        cdef Py_ssize_t b, n_chunks = (self.n_work + CHUNK - 1) // CHUNK, yi = self.y[i]
         cdef double best = -1.0
         self.si = i
         self.sp = p
-        self.sr1 = r1
-        self.sg1 = g1
-        self.sh11 = h11
-        self.sKii = Kii
-        self.sMrow = Mrow
+        self.sr1 = self.slack[yi, p]
+        self.sg1 = self._grad(i, p)
+        self.sKii = self.kdiag[i] + self.shift
+        self.sh11 = self.Mdiag[yi, p] * self.sKii
+        self.sMrow = &self.M[yi * self.P + p, 0]
         self.pKi = Ki
         if self.cur_threads > 1 and n_chunks > 1:
             for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
@@ -1205,7 +1202,7 @@ cdef class S2DOState:
         cdef double cold_below = self.cold_below
         cdef long long n_cold = 0, n_rescan = 0
         cdef mask_t up, pos, bit
-        cdef double shift = self.shift, dS0 = self.pdS0, dS1 = self.pdS1
+        cdef double dS0 = self.pdS0, dS1 = self.pdS1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
         cdef bint rescan_all = self.prescan_all
         cdef const int* cc = self.pcol
@@ -1239,16 +1236,13 @@ cdef class S2DOState:
         if e1 > self.m:
             e1 = self.m
         for e in range(b * CHUNK, e1):
-            # F_e += Δβ_i K'(x_i, x_e) + Δβ_k K'(x_k, x_e) on the changed columns.
-            k0 = Ki[e]
-            k1 = Kk[e]
-            if e == i:
-                k0 = k0 + shift
-            if e == k:
-                k1 = k1 + shift
+            # F_e += Δβ_i K(x_i, x_e) + Δβ_k K(x_k, x_e) on the changed columns (the
+            # block's own rows i and k are up to date already: _solve_block).
             Fe = F + e * Q
             dmax = 0.0
-            if e != i and e != k:   # (the block's rows are up to date: _solve_block)
+            if e != i and e != k:
+                k0 = Ki[e]
+                k1 = Kk[e]
                 for j in range(nc):
                     dlt = w0[j] * k0 + w1[j] * k1
                     Fe[cc[j]] += dlt
