@@ -342,7 +342,6 @@ cdef class S2DOState:
     cdef Py_ssize_t pi, pk
     cdef bint prescan_all
     cdef Py_ssize_t si, sp
-    cdef int sr1
     cdef double sg1, sh11, sKii
     cdef const double* sMrow
 
@@ -1020,20 +1019,26 @@ cdef class S2DOState:
         self._apply(k, q, d2, Kik)
 
     cdef void _apply(self, Py_ssize_t e, Py_ssize_t p, double d, double Kik) noexcept nogil:
-        """A change d of α_ep (e in the block): its β delta into e's slot, and its
-        effect on the block's rows of F and S."""
+        """A change d of α_ep (e in the block): d·ν_{y,p,·} into e's β-delta row (slot 0
+        or 1, with the list of its changed columns), and its effect on the block's rows
+        of F and S."""
         cdef Py_ssize_t y = self.y[e]
-        cdef int k, c
+        cdef int k, c, slot = 0 if e == self.blk0 else 1
         cdef double v, kb0, kb1 = 0.0
+        cdef int* cols = self.dcols + slot * self.Q
         if d == 0:
             return
-        self._collect(0 if e == self.blk0 else 1, y, p, d)
         kb0 = self._kblock(e, self.blk0, Kik)
         if self.blk1 >= 0:
             kb1 = self._kblock(e, self.blk1, Kik)
         for k in range(self.nz_count[y, p]):
             c = self.nz_col[y, p, k]
             v = d * self.nz_val[y, p, k]
+            if not _contains(cols, self.ncols[slot], c):
+                cols[self.ncols[slot]] = c
+                self.ncols[slot] += 1
+            self.dbeta[slot * self.Q + c] += v
+            self.dS[slot] += v
             self.F[self.blk0, c] += v * kb0
             if self.centred:
                 self.S[self.blk0] += v * kb0
@@ -1050,7 +1055,6 @@ cdef class S2DOState:
         cdef double best = -1.0
         self.si = i
         self.sp = p
-        self.sr1 = self.slack[yi, p]
         self.sg1 = self._grad(i, p)
         self.sKii = self.kdiag[i] + self.shift
         self.sh11 = self.Mdiag[yi, p] * self.sKii
@@ -1077,12 +1081,9 @@ cdef class S2DOState:
         example has withdrawn its out-of-date offer); the first variable's own
         example offers every slot that can move with it.
         """
-        cdef Py_ssize_t t, e, ye, s, P = self.P
+        cdef Py_ssize_t t, e, P = self.P
         cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, p = self.sp, bk = -1, bq = -1
-        cdef int r1 = self.sr1
-        cdef double g1 = self.sg1, h11 = self.sh11, g2, h12, h22, gn, best = -1.0
-        cdef double shift = self.shift
-        cdef mask_t bit
+        cdef double g1 = self.sg1, h11 = self.sh11, gn, best = -1.0
         cdef const double* Ki = self.pKi
         cdef const double* Mrow = self.sMrow
         cdef const Py_ssize_t* work = &self.work_idx[0]
@@ -1090,7 +1091,6 @@ cdef class S2DOState:
         cdef const double* cg = &self.cand_g[0]
         cdef const double* ch = &self.cand_h[0]
         cdef int c
-        cdef bint movable
         if t1 > self.n_work:
             t1 = self.n_work
         for t in range(b * CHUNK, t1):
@@ -1105,28 +1105,7 @@ cdef class S2DOState:
                     bk = e
                     bq = c % P
                 continue
-            ye = self.y[e]
-            for s in range(P):
-                if s == p or not self.active[ye, s]:
-                    continue
-                g2 = self.sigma[e] - self.F[e, s] - self.gamma[ye, s]
-                if g2 == 0:
-                    continue
-                bit = (<mask_t>1) << s
-                if r1 >= 0 and self.slack[ye, s] == r1:
-                    movable = g2 < 0 or (self.posmask[e] & bit)
-                else:
-                    movable = (g2 < 0 and (self.upmask[e] & bit)) or \
-                        (g2 > 0 and (self.posmask[e] & bit))
-                if not movable:
-                    continue
-                h22 = self.Mdiag[ye, s] * (self.kdiag[e] + shift)
-                h12 = Mrow[ye * P + s] * self.sKii
-                gn = _gain(g1, g2, h11, h12, h22)
-                if gn > best:
-                    best = gn
-                    bk = e
-                    bq = s
+            self._partner_in(i, i, p, self.sKii, &best, &bk, &bq)
         self.cbest[b] = best
         self.cidx[b] = bk
         self.cslot[b] = bq
@@ -1370,24 +1349,6 @@ cdef class S2DOState:
         self.lazy_count = 0
         self.win_cold = 0
         self.win_rescan = 0
-
-    cdef void _collect(self, int slot, Py_ssize_t y, Py_ssize_t p, double d) noexcept nogil:
-        """Add d·ν_{y,p,·} to the β-delta row ``slot`` and list its changed columns."""
-        cdef int k, c, j, found
-        cdef double* b = self.dbeta + slot * self.Q
-        cdef int* cols = self.dcols + slot * self.Q
-        for k in range(self.nz_count[y, p]):
-            c = self.nz_col[y, p, k]
-            found = 0
-            for j in range(self.ncols[slot]):
-                if cols[j] == c:
-                    found = 1
-                    break
-            if not found:
-                cols[self.ncols[slot]] = c
-                self.ncols[slot] += 1
-            b[c] += d * self.nz_val[y, p, k]
-            self.dS[slot] += d * self.nz_val[y, p, k]
 
     cdef void _clear(self, int slot) noexcept nogil:
         cdef int j
