@@ -58,6 +58,7 @@ def test_matches_reference(model, kernel):
 
 @pytest.mark.parametrize("options", [{"shrinking": False}, {"fast": False}, {"lazy": False},
                                      {"block_steps": False}, {"fast": False, "block_steps": False},
+                                     {"block_size": 2},
                                      {"fast": False, "shrinking": False}])
 @pytest.mark.parametrize("model", MODELS)
 def test_variants_same_optimum(model, options):
@@ -161,13 +162,15 @@ def test_cached_violations_are_upper_bounds(model):
 
 @pytest.mark.parametrize("model", ["llw", "cs"])
 def test_block_steps_save_passes(model):
-    """Block steps: several 2-D steps per pass over the examples, fewer passes in all;
-    without them every iteration is exactly one step."""
+    """Block steps: several 2-D steps per pass over the examples, fewer passes in all,
+    and fewer still with more examples per block; without them every iteration is
+    exactly one step."""
     s2do = _s2do()
     name, X, y, C = CASES[8]
     problem = make_problem(model, X, y, C=C)
     pair = s2do.solve(problem, tol=TOL, block_steps=False)
+    two = s2do.solve(problem, tol=TOL, block_size=2)
     block = s2do.solve(problem, tol=TOL)
     assert pair.info["n_steps"] == pair.n_iter
-    assert block.info["n_steps"] > block.n_iter
-    assert block.n_iter < pair.n_iter, (block.n_iter, pair.n_iter)
+    assert two.info["n_steps"] > two.n_iter
+    assert block.n_iter < two.n_iter < pair.n_iter, (block.n_iter, two.n_iter, pair.n_iter)

@@ -142,6 +142,8 @@ def test_kernel_rows_do_not_depend_on_threads():
 @pytest.mark.parametrize("options, match", [
     ({"n_jobs": 0}, "n_jobs"), ({"n_jobs": 1.5}, "n_jobs"),
     ({"cache_dtype": "float16"}, "cache_dtype"), ({"trace": 0.0}, "trace"),
+    ({"block_size": 1}, "block_size"), ({"block_size": 9}, "block_size"),
+    ({"block_size": 2.5}, "block_size"),
 ])
 def test_bad_options(options, match):
     X, y = blobs(0, 3, 30)

@@ -27,13 +27,20 @@
 # For the precomputed kernel (code 5) every pointer stays valid for the life
 # of the cache (rows point into the user's Gram matrix).
 #
-# With ``float32=True`` rows are stored in single precision (twice as many
-# fit the budget) and handed out as doubles through two scratch rows used in
-# turn, so the same two-pointer guarantee holds.
+# A request for a row that is cached (``kc.cached(i)``) evicts nothing, so
+# pointers obtained since the last miss stay valid through any number of such
+# hits -- with ``float32=True`` up to SCRATCH_ROWS of them: rows are then stored
+# in single precision (twice as many fit the budget) and handed out as doubles
+# through SCRATCH_ROWS scratch rows used in turn (so the two-pointer guarantee
+# holds as well).
 #
 # Preconditions (not checked, for speed): 0 <= i < n_samples.  The cache is
 # not thread-safe: do not call row_ptr on one cache from several threads (a
 # row it computes is itself split over ``n_threads`` OpenMP threads).
+
+cdef enum:
+    SCRATCH_ROWS = 8
+
 
 cdef class KernelCache:
     # Public, read-only from Python.
@@ -69,7 +76,7 @@ cdef class KernelCache:
     # Row storage and LRU bookkeeping.
     cdef double* _buffer                  # capacity * m doubles, slot s at _buffer + s*m
     cdef float* _fbuffer                  # the same in float32 (float32=True; _buffer unused)
-    cdef double* _scratch                 # float32 mode: 2 rows handed out in turn as doubles
+    cdef double* _scratch                 # float32 mode: SCRATCH_ROWS rows handed out in turn
     cdef int _turn                        # which scratch row the next request uses
     cdef Py_ssize_t* _slot_of_row         # m entries, -1 when row absent
     cdef Py_ssize_t* _row_of_slot         # capacity entries

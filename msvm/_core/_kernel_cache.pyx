@@ -61,10 +61,11 @@ Single precision
 ----------------
 With ``float32=True`` the rows are stored as float32, so twice as many fit
 the budget.  A computed row is rounded to float32 before anyone sees it and
-every request converts the stored row back into one of two double scratch
-rows, used in turn: callers always see the same rounded Gram matrix (a
-perturbation of relative size 2**-24 ≈ 6e-8 per entry, diagonal included)
-and the two-pointer guarantee still holds.
+every request converts the stored row back into one of SCRATCH_ROWS (8)
+double scratch rows, used in turn: callers always see the same rounded Gram
+matrix (a perturbation of relative size 2**-24 ≈ 6e-8 per entry, diagonal
+included), and the pointers of up to 8 consecutive hits stay valid together
+(S2DO's blocks hold that many rows).
 """
 
 from cython.parallel cimport prange
@@ -305,7 +306,7 @@ cdef class KernelCache:
                 self._l1norm = <double*> _xmalloc(m * sizeof(double))
         if float32:
             self._fbuffer = <float*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(float))
-            self._scratch = <double*> _xmalloc(2 * <size_t> m * sizeof(double))
+            self._scratch = <double*> _xmalloc(SCRATCH_ROWS * <size_t> m * sizeof(double))
         else:
             self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
         self._slot_of_row = <Py_ssize_t*> _xmalloc(m * sizeof(Py_ssize_t))
@@ -379,7 +380,7 @@ cdef class KernelCache:
             if not self.float32:
                 return self._buffer + slot * m
             out = self._scratch + self._turn * m
-            self._turn = 1 - self._turn
+            self._turn = (self._turn + 1) % SCRATCH_ROWS
             stored = self._fbuffer + slot * m
             for j in range(m):
                 out[j] = stored[j]
@@ -390,7 +391,7 @@ cdef class KernelCache:
             self._compute_row(i, self._buffer + slot * m)
             return self._buffer + slot * m
         out = self._scratch + self._turn * m
-        self._turn = 1 - self._turn
+        self._turn = (self._turn + 1) % SCRATCH_ROWS
         self._compute_row(i, out)
         stored = self._fbuffer + slot * m
         for j in range(m):

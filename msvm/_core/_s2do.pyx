@@ -14,18 +14,24 @@ H; the pair is then optimised exactly over its feasible polygon (a box,
 Algorithm 5, or, for two variables of one max-loss slack group, the triangle
 of Algorithm 11).
 
-Block steps.  A pass over the examples costs O(m); a 2-D step within the
-two examples of the working set costs O(P) once their rows of F are kept up
-to date (by K'_ii, K'_ik, K'_kk times the step's β deltas).  So after the pair
-step, ``_solve_block`` goes on with steps on those two examples' variables
-(first by violation, second by Algorithm 4 restricted to them) until their
-largest violation is below BLOCK_FRACTION (0.1) of the first variable's, and
-only then does the pass bring the other examples up to date with the summed
-β deltas of the two rows.  The slots of one example are coupled through
-K'_ii, which the pair rule exploits one step per pass: on usps-llw the passes
-drop from 430 000 to 21 000 (usps-ww 50 000 → 10 000, letter-ww 213 000 →
-188 000).  ``block_steps = False`` gives Algorithm 3 as written, one step
-per pass.
+Block steps.  A pass over the examples costs O(m); a 2-D step within a
+small block of examples costs O(P) once their rows of F are kept up to date
+(by K' among them times the step's β deltas).  So after the pair step,
+``_solve_block`` goes on with steps on the block's variables (first by
+violation, second by Algorithm 4 restricted to them) until their largest
+violation is below BLOCK_FRACTION (0.1) of the first variable's, and only then
+does the pass bring the other examples up to date with the summed β deltas of
+the block's rows.  The block is the pair's two examples plus the leaders of
+the last pass's chunks whose Gram rows are cached (``block_size``, at most
+BLOCK_MAX = 8, examples in all): the slots of one example are coupled through
+K'_ii, which the pair rule exploits one step per pass, and the other
+violators are far apart, each reached one pass at a time.  Passes (and 2-D
+steps), Algorithm 3 / pair blocks / blocks of 8: usps-llw 430 000 / 19 479 /
+5 353 (633 000 steps), usps-ww 50 000 / 9 084 / 2 549 (57 000 steps),
+letter-ww 213 000 / 187 595 / 82 627 (335 000 → 551 000 steps: on letter
+the block's steps are less useful, and the pass costs O(changed columns) per
+example, so the time stays level).  ``block_steps = False`` gives Algorithm 3
+as written, one step per pass.
 
 Bookkeeping (why an iteration costs O(m · changed classes), not O(m·P·Q))
 -------------------------------------------------------------------------
@@ -90,7 +96,7 @@ search; the steps within a block are common):
 
 One pass per iteration (fast path).  After the block's steps the fused pass
 of ``_fast_update`` visits every example once: it adds the summed β deltas
-times the two Gram rows to the changed columns of F_e (and S_e) and, for an
+times the block's Gram rows to the changed columns of F_e (and S_e) and, for an
 example of the working set, refreshes σ_e, the extremes and viol[e] right
 away, while the row of F is in cache; the second-variable search of the next
 step is a second pass, over the working set only.
@@ -152,12 +158,12 @@ from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from msvm._core._kernel_cache cimport KernelCache
+from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
 from msvm._core._steps cimport _gain, _now, _solve_2d
 
 import numpy as np
 
-__all__ = ["S2DOState"]
+__all__ = ["MAX_BLOCK_SIZE", "S2DOState"]
 
 # Examples per task of the parallel loops.  The chunks (and the order in which
 # their results are combined) do not depend on the number of threads, so a
@@ -180,11 +186,17 @@ cdef long long LAZY_OFF = 2048
 # most violating examples whose rows are not cached yet).
 cdef Py_ssize_t PREFETCH = 16
 
-# Block steps (see S2DOState._solve_block): at most BLOCK_STEPS·P 2-D steps
-# within the two examples of a working set, until their largest violation is
-# below BLOCK_FRACTION of the first variable's (or below tol).
-cdef Py_ssize_t BLOCK_STEPS = 10
+# Block steps (see S2DOState._solve_block): at most BLOCK_STEPS·P 2-D steps per
+# example of the block, until its largest violation is below BLOCK_FRACTION of
+# the first variable's (or below tol).
+cdef Py_ssize_t BLOCK_STEPS = 5
 cdef double BLOCK_FRACTION = 0.1
+
+# Examples of a block at most: the working set's two plus leaders of the last
+# pass (see S2DOState._solve_block); their Gram rows must stay valid together.
+cdef enum:
+    BLOCK_MAX = SCRATCH_ROWS
+MAX_BLOCK_SIZE = BLOCK_MAX
 
 # stale[e]: 0 exact; BOUND: some extreme kept at the value of a slot that moved
 # away (still a one-sided bound, updated incrementally); COLD: the extremes
@@ -305,11 +317,22 @@ cdef class S2DOState:
     cdef mask_t[::1] upmask
     cdef mask_t[::1] posmask
 
-    # Scratch (two rows of β deltas, per-group extremes).
-    cdef double* dbeta      # 2 × Q
-    cdef int* dcols         # 2 × Q
-    cdef int ncols[2]
-    cdef double dS[2]
+    # The block (see _solve_block): its examples, their Gram rows, K' among them
+    # (BLOCK_MAX × BLOCK_MAX), a flag per example, and per block example its row of
+    # β deltas with the list of changed columns and their sum.
+    cdef int nblk
+    cdef Py_ssize_t blk[BLOCK_MAX]
+    cdef const double* brow[BLOCK_MAX]
+    cdef double bK[BLOCK_MAX * BLOCK_MAX]
+    cdef unsigned char[::1] inblk
+    cdef double* dbeta      # BLOCK_MAX × Q
+    cdef int* dcols         # BLOCK_MAX × Q
+    cdef int ncols[BLOCK_MAX]
+    cdef double dS[BLOCK_MAX]
+    # The leaders of the last pass's chunks, most violating first (block candidates).
+    cdef Py_ssize_t lead[BLOCK_MAX]
+    cdef int n_lead
+    # Scratch (per-group extremes).
     cdef double* gdown
     cdef double* gmin
     cdef Py_ssize_t* adown
@@ -332,14 +355,11 @@ cdef class S2DOState:
     cdef double* cbest
     cdef Py_ssize_t* cidx
     cdef Py_ssize_t* cslot
-    cdef int* pcol          # changed columns of F (2 × Q)
-    cdef double* pw0        # their β deltas in row i
-    cdef double* pw1        # ... and in row k
+    cdef int* pcol          # changed columns of F (Q)
     cdef int pnc
-    cdef double pdS0, pdS1
+    cdef double* pw         # per block row: its β deltas (BLOCK_MAX × Q) ...
+    cdef int* pj            # ... and their positions in pcol
     cdef const double* pKi
-    cdef const double* pKk
-    cdef Py_ssize_t pi, pk
     cdef bint prescan_all
     cdef Py_ssize_t si, sp
     cdef double sg1, sh11, sKii
@@ -349,7 +369,7 @@ cdef class S2DOState:
     cdef readonly long long n_iter
     cdef readonly long long n_steps
     cdef public bint block_steps
-    cdef Py_ssize_t blk0, blk1
+    cdef public int block_size
     cdef readonly long long n_unshrink
     cdef readonly double max_violation
     cdef Py_ssize_t next_i, next_p, next_q
@@ -370,8 +390,8 @@ cdef class S2DOState:
         self.ccold = NULL
         self.crescan = NULL
         self.pcol = NULL
-        self.pw0 = NULL
-        self.pw1 = NULL
+        self.pw = NULL
+        self.pj = NULL
         self.fetch_rows = NULL
         self.fetch_viol = NULL
 
@@ -388,8 +408,8 @@ cdef class S2DOState:
         free(self.ccold)
         free(self.crescan)
         free(self.pcol)
-        free(self.pw0)
-        free(self.pw1)
+        free(self.pw)
+        free(self.pj)
         free(self.fetch_rows)
         free(self.fetch_viol)
 
@@ -475,17 +495,17 @@ cdef class S2DOState:
         self.cslot = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
         self.ccold = <long long*>malloc(n_chunks * sizeof(long long))
         self.crescan = <long long*>malloc(n_chunks * sizeof(long long))
-        self.pcol = <int*>malloc(2 * self.Q * sizeof(int))
-        self.pw0 = <double*>malloc(2 * self.Q * sizeof(double))
-        self.pw1 = <double*>malloc(2 * self.Q * sizeof(double))
+        self.pcol = <int*>malloc(self.Q * sizeof(int))
+        self.pw = <double*>malloc(BLOCK_MAX * self.Q * sizeof(double))
+        self.pj = <int*>malloc(BLOCK_MAX * self.Q * sizeof(int))
         if (self.cbest == NULL or self.cidx == NULL or self.cslot == NULL or self.pcol == NULL
                 or self.ccold == NULL or self.crescan == NULL
-                or self.pw0 == NULL or self.pw1 == NULL):
+                or self.pw == NULL or self.pj == NULL):
             raise MemoryError()
         self.shrink_interval = 1000
         self.shrink_margin = 1.0
-        self.dbeta = <double*>malloc(2 * self.Q * sizeof(double))
-        self.dcols = <int*>malloc(2 * self.Q * sizeof(int))
+        self.dbeta = <double*>malloc(BLOCK_MAX * self.Q * sizeof(double))
+        self.dcols = <int*>malloc(BLOCK_MAX * self.Q * sizeof(int))
         self.gdown = <double*>malloc(self.R * sizeof(double))
         self.gmin = <double*>malloc(self.R * sizeof(double))
         self.adown = <Py_ssize_t*>malloc(self.R * sizeof(Py_ssize_t))
@@ -496,14 +516,12 @@ cdef class S2DOState:
                 or self.gmin == NULL or self.adown == NULL or self.amin == NULL
                 or self.fetch_rows == NULL or self.fetch_viol == NULL):
             raise MemoryError()
-        memset(self.dbeta, 0, 2 * self.Q * sizeof(double))
-        self.ncols[0] = 0
-        self.ncols[1] = 0
-        self.dS[0] = 0.0
-        self.dS[1] = 0.0
-        self.blk0 = -1
-        self.blk1 = -1
+        memset(self.dbeta, 0, BLOCK_MAX * self.Q * sizeof(double))
+        self.nblk = 0
+        self.n_lead = 0
+        self.inblk = np.zeros(self.m, dtype=np.uint8)
         self.block_steps = False
+        self.block_size = BLOCK_MAX
         with nogil:
             self._initialise()
 
@@ -826,21 +844,19 @@ cdef class S2DOState:
         if k >= 0 and k != i:
             self._fetch(k)
         Ki = self.kc.row_ptr(i)
-        self._solve_block(i, p, k, q, Ki)
-        if k < 0:
-            k = i
-        Kk = self.kc.row_ptr(k) if k != i else NULL
+        self._open_block(i, Ki)
+        if k >= 0 and k != i:
+            self._open_block(k, self.kc.row_ptr(k))
+        self._solve_block(i, p, k, q)
         if self.fast:
-            self._fast_update(i, k, Ki, Kk)
+            self._fast_update()
         else:
-            self._update_scores(Ki, 0)
-            if k != i:
-                self._update_scores(Kk, 1)
+            for t in range(self.nblk):
+                self._update_scores(t)
             for t in range(self.n_work):
                 self._refresh(self.work_idx[t])
             self._find_max()
-        self._clear(0)
-        self._clear(1)
+        self._close_block()
         self.n_iter += 1
 
     cdef void _partner_in(self, Py_ssize_t e, Py_ssize_t i, Py_ssize_t p, double kie,
@@ -875,37 +891,78 @@ cdef class S2DOState:
                 k[0] = e
                 q[0] = s
 
-    cdef void _solve_block(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k, Py_ssize_t q,
-                           const double* Ki) noexcept nogil:
-        """The step on (i, p), (k, q), then (with ``block_steps``) more 2-D steps on the
-        variables of examples i and k until their largest violation is below
-        BLOCK_FRACTION of the first variable's (or tol): first variable by violation,
-        second by Algorithm 4, both within the two examples.
+    cdef void _open_block(self, Py_ssize_t e, const double* row) noexcept nogil:
+        """Add example e (with its Gram row) to the block."""
+        cdef int t = self.nblk, u
+        self.blk[t] = e
+        self.brow[t] = row
+        self.inblk[e] = 1
+        for u in range(t):
+            self.bK[t * BLOCK_MAX + u] = row[self.blk[u]]
+            self.bK[u * BLOCK_MAX + t] = row[self.blk[u]]
+        self.bK[t * BLOCK_MAX + t] = self.kdiag[e] + self.shift
+        self.nblk += 1
 
-        Rows i and k of F and S are updated here (by K'_ii, K'_ik, K'_kk times each
-        step's β deltas, which add up in slots 0 and 1); the pass brings the other
-        examples up to date with the summed deltas.
+    cdef void _close_block(self) noexcept nogil:
+        """Forget the block and its β deltas (after the pass has used them)."""
+        cdef int t, j
+        cdef double* b
+        for t in range(self.nblk):
+            b = self.dbeta + t * self.Q
+            for j in range(self.ncols[t]):
+                b[self.dcols[t * self.Q + j]] = 0.0
+            self.ncols[t] = 0
+            self.dS[t] = 0.0
+            self.inblk[self.blk[t]] = 0
+        self.nblk = 0
+
+    cdef inline int _slot(self, Py_ssize_t e) noexcept nogil:
+        cdef int t
+        for t in range(self.nblk):
+            if self.blk[t] == e:
+                return t
+        return -1
+
+    cdef inline double _kblock(self, Py_ssize_t e, Py_ssize_t f) noexcept nogil:
+        """K'(x_e, x_f) for two examples of the block."""
+        return self.bK[self._slot(e) * BLOCK_MAX + self._slot(f)]
+
+    cdef void _solve_block(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k,
+                           Py_ssize_t q) noexcept nogil:
+        """The step on (i, p), (k, q), then (with ``block_steps``) more 2-D steps on the
+        variables of the block until its largest violation is below BLOCK_FRACTION of
+        the first variable's (or tol): first variable by violation, second by
+        Algorithm 4, both within the block.
+
+        The block is the working set's examples i and k and (fast path, up to
+        ``block_size`` examples) the leaders of the last pass's chunks whose Gram rows
+        are cached: most violators are far apart, in examples the pair rule would only
+        reach one pass at a time.  The block's rows of F and S are updated here (by K'
+        among them times each step's β deltas, which add up per example); the pass
+        brings the other examples up to date with the summed deltas.
         """
-        cdef Py_ssize_t b0 = i, b1 = k if k != i else -1, e1, e2, n
-        cdef double Kik = Ki[k] if b1 >= 0 else 0.0
+        cdef Py_ssize_t e1 = i, e2 = k, x, n
+        cdef int t
         cdef double v, v1, stop, best_gain
-        self.blk0 = b0
-        self.blk1 = b1
         stop = BLOCK_FRACTION * self.max_violation
         if stop < self.tol:
             stop = self.tol
-        e1 = i
-        e2 = k
-        for n in range(BLOCK_STEPS * self.P if self.block_steps else 1):
+        if self.block_steps:
+            for t in range(self.n_lead):
+                x = self.lead[t]
+                if self.nblk >= self.block_size:
+                    break
+                if not self.inblk[x] and self.inwork[x] and self.kc.cached(x):
+                    self._open_block(x, self.kc.row_ptr(x))
+        for n in range(BLOCK_STEPS * self.P * self.nblk if self.block_steps else 1):
             if n > 0:
                 # The block's own first variable, then its partner within the block.
-                v = self._block_violation(b0)
-                e1 = b0
-                if b1 >= 0:
-                    v1 = self._block_violation(b1)
+                v = -1.0
+                for t in range(self.nblk):
+                    v1 = self._block_violation(self.blk[t])
                     if v1 > v:
                         v = v1
-                        e1 = b1
+                        e1 = self.blk[t]
                 if v <= stop:
                     break
                 p = self.wp[e1]
@@ -914,16 +971,11 @@ cdef class S2DOState:
                 if q < 0:
                     e2 = -1
                     best_gain = -1.0
-                    self._partner_in(b0, e1, p, self._kblock(e1, b0, Kik), &best_gain, &e2, &q)
-                    if b1 >= 0:
-                        self._partner_in(b1, e1, p, self._kblock(e1, b1, Kik), &best_gain, &e2,
-                                         &q)
-            self._move(e1, p, e2, q, Kik)
+                    for t in range(self.nblk):
+                        x = self.blk[t]
+                        self._partner_in(x, e1, p, self._kblock(e1, x), &best_gain, &e2, &q)
+            self._move(e1, p, e2, q)
             self.n_steps += 1
-
-    cdef inline double _kblock(self, Py_ssize_t e, Py_ssize_t f, double Kik) noexcept nogil:
-        """K'(x_e, x_f) for two examples of the block."""
-        return self.kdiag[e] + self.shift if e == f else Kik
 
     cdef double _block_violation(self, Py_ssize_t e) noexcept nogil:
         self._gradient(e)
@@ -931,12 +983,12 @@ cdef class S2DOState:
             self._sigma(e)
         return self._violation(e, 0.0)
 
-    cdef void _move(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k, Py_ssize_t q,
-                    double Kik) noexcept nogil:
+    cdef void _move(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k,
+                    Py_ssize_t q) noexcept nogil:
         """The exact 2-D step on (i, p), (k, q) of the block (k < 0: one variable).
 
-        Its β deltas are added to slot 0 (row blk0) or 1 (row blk1), and rows blk0
-        and blk1 of F and S get the step's effect at once.
+        Its β deltas are added to the block's rows of β deltas, and the block's rows
+        of F and S get the step's effect at once.
         """
         cdef Py_ssize_t yi = self.y[i], yk
         cdef int r1 = self.slack[yi, p], r2
@@ -963,7 +1015,7 @@ cdef class S2DOState:
             a2 = self.alpha[k, q]
             g2 = self._grad(k, q)
             h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift)
-            h12 = self.M[yi * self.P + p, yk * self.P + q] * self._kblock(i, k, Kik)
+            h12 = self.M[yi * self.P + p, yk * self.P + q] * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
@@ -1015,37 +1067,33 @@ cdef class S2DOState:
         self._group_sums(i)
         if k != i:
             self._group_sums(k)
-        self._apply(i, p, d1, Kik)
-        self._apply(k, q, d2, Kik)
+        self._apply(i, p, d1)
+        self._apply(k, q, d2)
 
-    cdef void _apply(self, Py_ssize_t e, Py_ssize_t p, double d, double Kik) noexcept nogil:
-        """A change d of α_ep (e in the block): d·ν_{y,p,·} into e's β-delta row (slot 0
-        or 1, with the list of its changed columns), and its effect on the block's rows
-        of F and S."""
-        cdef Py_ssize_t y = self.y[e]
-        cdef int k, c, slot = 0 if e == self.blk0 else 1
-        cdef double v, kb0, kb1 = 0.0
-        cdef int* cols = self.dcols + slot * self.Q
+    cdef void _apply(self, Py_ssize_t e, Py_ssize_t p, double d) noexcept nogil:
+        """A change d of α_ep (e in the block): d·ν_{y,p,·} into e's row of β deltas
+        (with the list of its changed columns), and its effect on the block's rows of
+        F and S."""
+        cdef Py_ssize_t y = self.y[e], Q = self.Q
+        cdef int k, c, t, slot = self._slot(e)
+        cdef double v, kv
+        cdef int* cols = self.dcols + slot * Q
+        cdef const double* Krow = &self.bK[slot * BLOCK_MAX]
         if d == 0:
             return
-        kb0 = self._kblock(e, self.blk0, Kik)
-        if self.blk1 >= 0:
-            kb1 = self._kblock(e, self.blk1, Kik)
         for k in range(self.nz_count[y, p]):
             c = self.nz_col[y, p, k]
             v = d * self.nz_val[y, p, k]
             if not _contains(cols, self.ncols[slot], c):
                 cols[self.ncols[slot]] = c
                 self.ncols[slot] += 1
-            self.dbeta[slot * self.Q + c] += v
+            self.dbeta[slot * Q + c] += v
             self.dS[slot] += v
-            self.F[self.blk0, c] += v * kb0
-            if self.centred:
-                self.S[self.blk0] += v * kb0
-            if self.blk1 >= 0:
-                self.F[self.blk1, c] += v * kb1
+            for t in range(self.nblk):
+                kv = v * Krow[t]
+                self.F[self.blk[t], c] += kv
                 if self.centred:
-                    self.S[self.blk1] += v * kb1
+                    self.S[self.blk[t]] += kv
 
     # ------------------------------------------------- fast path, parallel
     cdef void _select_fast(self, Py_ssize_t i, Py_ssize_t p, const double* Ki,
@@ -1110,39 +1158,32 @@ cdef class S2DOState:
         self.cidx[b] = bk
         self.cslot[b] = bq
 
-    cdef void _fast_update(self, Py_ssize_t i, Py_ssize_t k, const double* Ki,
-                           const double* Kk) noexcept nogil:
-        """After a step: new scores and cached extremes, and the next first variable.
+    cdef void _fast_update(self) noexcept nogil:
+        """After a block: new scores and cached extremes, and the next first variable.
 
         One pass over all examples in chunks (threads share the chunks): each
-        example gets its changed F columns (and S) from the two Gram rows, and,
+        example gets its changed F columns (and S) from the block's Gram rows, and,
         if it is in the working set, its σ, extremes and violation; each chunk
         reports its largest violation.
         """
-        cdef Py_ssize_t b, m = self.m, Q = self.Q, n_chunks = (self.m + CHUNK - 1) // CHUNK
-        cdef int j, nc = 0
+        cdef Py_ssize_t b, Q = self.Q, n_chunks = (self.m + CHUNK - 1) // CHUNK
+        cdef int j, t, u, c, nc = 0
         cdef Py_ssize_t best_e = -1
         cdef double best = 0.0
-        cdef int* c0 = self.dcols
-        cdef int* c1 = self.dcols + Q
-        # The changed columns (without duplicates) with their deltas in rows i and k.
-        for j in range(self.ncols[0]):
-            self.pcol[nc] = c0[j]
-            nc += 1
-        for j in range(self.ncols[1]):
-            if not _contains(self.pcol, nc, c1[j]):
-                self.pcol[nc] = c1[j]
-                nc += 1
-        for j in range(nc):
-            self.pw0[j] = self.dbeta[self.pcol[j]]
-            self.pw1[j] = self.dbeta[Q + self.pcol[j]]
+        # The changed columns (without duplicates), and each block row's deltas with
+        # their positions among them.
+        for t in range(self.nblk):
+            for j in range(self.ncols[t]):
+                c = self.dcols[t * Q + j]
+                u = 0
+                while u < nc and self.pcol[u] != c:
+                    u += 1
+                if u == nc:
+                    self.pcol[nc] = c
+                    nc += 1
+                self.pj[t * Q + j] = u
+                self.pw[t * Q + j] = self.dbeta[t * Q + c]
         self.pnc = nc
-        self.pdS0 = self.dS[0]
-        self.pdS1 = self.dS[1]
-        self.pKi = Ki
-        self.pKk = Ki if k == i else Kk
-        self.pi = i
-        self.pk = k
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
         self.cold_below = LAZY_FRACTION * self.max_violation if self.lazy_on else -1.0
@@ -1152,10 +1193,23 @@ cdef class S2DOState:
         else:
             for b in range(n_chunks):
                 self._pass_chunk(b)
+        self.n_lead = 0
         for b in range(n_chunks):   # in chunk order, strict '>': the serial answer
             if self.cbest[b] > best:
                 best = self.cbest[b]
                 best_e = self.cidx[b]
+            if self.cidx[b] < 0:
+                continue
+            # Insertion into the leaders, most violating first (block candidates).
+            if self.n_lead < self.block_size:
+                self.n_lead += 1
+            elif self.cbest[b] <= self.viol[self.lead[self.n_lead - 1]]:
+                continue
+            u = self.n_lead - 1
+            while u > 0 and self.viol[self.lead[u - 1]] < self.cbest[b]:
+                self.lead[u] = self.lead[u - 1]
+                u -= 1
+            self.lead[u] = self.cidx[b]
         self._lazy_control(n_chunks)
         if best < self.cold_below:
             # A cold example's bound might exceed the exact maximum: search them too.
@@ -1174,21 +1228,24 @@ cdef class S2DOState:
         solver's hot spot.  Touches only rows of its own examples (thread-safe).
         """
         cdef Py_ssize_t e, y, s, best_e = -1, au, ad, aa
-        cdef Py_ssize_t P = self.P, Q = self.Q, i = self.pi, k = self.pk
+        cdef Py_ssize_t P = self.P, Q = self.Q
         cdef Py_ssize_t e1 = (b + 1) * CHUNK
-        cdef int j, nc = self.pnc
-        cdef double best = 0.0, v, h, hu, hd, ha, k0, k1, dlt, dmax, ub
+        cdef int j, t, nc = self.pnc, nb = self.nblk
+        cdef double best = 0.0, v, h, hu, hd, ha, dlt, dmax, ub, dS
+        cdef double acc[64]
+        cdef const int* ncols = &self.ncols[0]
+        cdef const int* pj = self.pj
+        cdef double kt
         cdef double cold_below = self.cold_below
         cdef long long n_cold = 0, n_rescan = 0
         cdef mask_t up, pos, bit
-        cdef double dS0 = self.pdS0, dS1 = self.pdS1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
         cdef bint rescan_all = self.prescan_all
         cdef const int* cc = self.pcol
-        cdef const double* w0 = self.pw0
-        cdef const double* w1 = self.pw1
-        cdef const double* Ki = self.pKi
-        cdef const double* Kk = self.pKk
+        cdef const double* w = self.pw
+        cdef const double* dSb = &self.dS[0]
+        cdef const double** rows = &self.brow[0]
+        cdef const unsigned char* inblk = &self.inblk[0]
         cdef double* F = &self.F[0, 0]
         cdef double* Fe
         cdef double* S = &self.S[0]
@@ -1215,20 +1272,25 @@ cdef class S2DOState:
         if e1 > self.m:
             e1 = self.m
         for e in range(b * CHUNK, e1):
-            # F_e += Δβ_i K(x_i, x_e) + Δβ_k K(x_k, x_e) on the changed columns (the
-            # block's own rows i and k are up to date already: _solve_block).
+            # F_e += Σ_t Δβ_t K(x_t, x_e) over the block's rows t, on the changed
+            # columns (the block's own rows are up to date already: _solve_block).
             Fe = F + e * Q
             dmax = 0.0
-            if e != i and e != k:
-                k0 = Ki[e]
-                k1 = Kk[e]
+            if not inblk[e]:
                 for j in range(nc):
-                    dlt = w0[j] * k0 + w1[j] * k1
-                    Fe[cc[j]] += dlt
-                    if fabs(dlt) > dmax:
-                        dmax = fabs(dlt)
+                    acc[j] = 0.0
+                dS = 0.0
+                for t in range(nb):
+                    kt = rows[t][e]
+                    for j in range(ncols[t]):
+                        acc[pj[t * Q + j]] += w[t * Q + j] * kt
+                    dS = dS + dSb[t] * kt
+                for j in range(nc):
+                    Fe[cc[j]] += acc[j]
+                    if fabs(acc[j]) > dmax:
+                        dmax = fabs(acc[j])
                 if centred:
-                    S[e] += dS0 * k0 + dS1 * k1
+                    S[e] += dS
             if not inwork[e]:
                 continue
             y = yv[e]
@@ -1237,7 +1299,7 @@ cdef class S2DOState:
                 v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
             if centred:
                 v -= kap[y] * S[e]
-            if e != i and e != k:
+            if not inblk[e]:
                 # Each gradient moved by at most |Δσ| + dmax, each pair difference by
                 # 2 dmax: viol[e] plus that bounds the new violation.
                 ub = fabs(v - sigma[e]) + dmax
@@ -1254,7 +1316,7 @@ cdef class S2DOState:
                     cidx[e] = -1
                     continue
             sigma[e] = v
-            if e == i or e == k or rescan_all or stale[e] == COLD:
+            if inblk[e] or rescan_all or stale[e] == COLD:
                 n_rescan += stale[e] == COLD
                 self._rescan(e)
             else:
@@ -1350,32 +1412,24 @@ cdef class S2DOState:
         self.win_cold = 0
         self.win_rescan = 0
 
-    cdef void _clear(self, int slot) noexcept nogil:
-        cdef int j
-        cdef double* b = self.dbeta + slot * self.Q
-        cdef int* cols = self.dcols + slot * self.Q
-        for j in range(self.ncols[slot]):
-            b[cols[j]] = 0.0
-        self.ncols[slot] = 0
-        self.dS[slot] = 0.0
-
-    cdef void _update_scores(self, const double* Kr, int slot) noexcept nogil:
+    cdef void _update_scores(self, int slot) noexcept nogil:
         """F[e, c] += Δβ_{slot,c} K(x_row, x_e) for the changed columns c (and S), except
         on the block's own rows (already up to date, see _solve_block)."""
-        cdef Py_ssize_t e, m = self.m, b0 = self.blk0, b1 = self.blk1
+        cdef Py_ssize_t e, m = self.m
         cdef int j, n = self.ncols[slot], c
         cdef double d, dS = self.dS[slot]
         cdef double* b = self.dbeta + slot * self.Q
         cdef int* cols = self.dcols + slot * self.Q
+        cdef const double* Kr = self.brow[slot]
         for j in range(n):
             c = cols[j]
             d = b[c]
             for e in range(m):
-                if e != b0 and e != b1:
+                if not self.inblk[e]:
                     self.F[e, c] += d * Kr[e]
         if self.centred and dS != 0:
             for e in range(m):
-                if e != b0 and e != b1:
+                if not self.inblk[e]:
                     self.S[e] += dS * Kr[e]
 
     # ------------------------------------------------------------ shrinking
