@@ -216,12 +216,13 @@ cdef enum:
 ctypedef unsigned long long mask_t
 
 
-cdef inline bint _contains(const int* a, int n, int v) noexcept nogil:
+cdef inline int _position(const int* a, int n, int v) noexcept nogil:
+    """Index of v among a[0..n), or n if absent (the slot it would be appended at)."""
     cdef int j
     for j in range(n):
         if a[j] == v:
-            return True
-    return False
+            return j
+    return n
 
 
 @cython.final
@@ -1085,7 +1086,7 @@ cdef class S2DOState:
         for k in range(self.nz_count[y, p]):
             c = self.nz_col[y, p, k]
             v = d * self.nz_val[y, p, k]
-            if not _contains(cols, self.ncols[slot], c):
+            if _position(cols, self.ncols[slot], c) == self.ncols[slot]:
                 cols[self.ncols[slot]] = c
                 self.ncols[slot] += 1
             self.dbeta[slot * Q + c] += v
@@ -1176,9 +1177,7 @@ cdef class S2DOState:
         for t in range(self.nblk):
             for j in range(self.ncols[t]):
                 c = self.dcols[t * Q + j]
-                u = 0
-                while u < nc and self.pcol[u] != c:
-                    u += 1
+                u = _position(self.pcol, nc, c)
                 if u == nc:
                     self.pcol[nc] = c
                     nc += 1

@@ -259,6 +259,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if not tol >= 0:
         raise ValueError(f"tol must be non-negative, got {tol!r}.")
     budget = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    # Options first: the state's constructor computes Gram rows for a warm start.
+    if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
+        raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
+                         f"got {block_size!r}.")
+    if trace is not None and not trace > 0:
+        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
+    if test_set is not None and trace is None:
+        raise ValueError("test_set needs trace (the interval of the curve points).")
     alpha = _start(problem, warm_start)
     n_threads = _n_threads(n_jobs)
     cache = problem.kernel.cache(cache_size, float32=_float32(cache_dtype), n_threads=n_threads)
@@ -270,13 +278,6 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
             fast=_fast_tables(problem, tables) if fast else None, n_threads=n_threads, **tables,
         )
-    if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
-        raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
-                         f"got {block_size!r}.")
-    if trace is not None and not trace > 0:
-        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
-    if test_set is not None and trace is None:
-        raise ValueError("test_set needs trace (the interval of the curve points).")
     points = []
     curve = None if trace is None else BuildUpCurve(trace, problem.kernel, test_set)
 
