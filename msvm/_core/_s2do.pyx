@@ -126,11 +126,13 @@ order with the same strict comparisons as the serial loop, so the iterates
 are bit-identical whatever the number of threads (the Gram rows are
 computed in fixed blocks too, see :mod:`msvm._core._kernel_cache`).  What
 stays serial per step: the block's 2-D steps, the β bookkeeping, the cache's
-LRU lists and the reductions over chunks (with blocks of 8 the steps are a
-larger share: usps-ww 1 thread 2.96 s, 2 threads 2.17 s).  Because a step costs only tens of
+LRU lists and the reductions over chunks.  Because a step costs only tens of
 microseconds, two barriers per step are cheap on idle cores but ruinous when
 other processes hold them; ``_tune`` therefore times one thread against all
-of them every few thousand steps and keeps the faster.
+of them every few thousand steps and keeps the faster -- for the passes only:
+a block of Gram rows is milliseconds of work, so it always uses all threads
+(tuning it too computed most of usps-ww's rows on one thread, in the first
+serial window: 2 threads 1.89 s → 1.62 s, against 2.63 s on one thread).
 
 Kernel rows.  When the first or second variable's row is missing and the
 cache still has never-used slots, it is computed in one block with the rows
@@ -1524,10 +1526,6 @@ cdef class S2DOState:
         self.lazy_enabled = value
         self.lazy_on = value
 
-    cdef void _use_threads(self, int n) noexcept nogil:
-        self.cur_threads = n
-        self.kc.n_threads = n
-
     cdef void _tune(self) noexcept nogil:
         """Use threads only while they pay.
 
@@ -1539,8 +1537,9 @@ cdef class S2DOState:
         number on all threads -- given up as soon as it takes longer than the
         serial window did -- runs the faster setting for TUNE_COMMIT
         iterations (doubled each time the threads lose, up to 64×), and
-        times both again.  The iterates do not depend on the thread count
-        (fixed chunks, ordered reductions), only the speed does.
+        times both again.  Only the passes are tuned; the Gram rows keep all
+        threads.  The iterates do not depend on the thread count (fixed
+        chunks, ordered reductions), only the speed does.
         """
         cdef double now
         if self.cur_threads > 1:
@@ -1551,12 +1550,12 @@ cdef class S2DOState:
                 self.tune_phase = 0
                 self.tune_count = 0
                 self.tune_t0 = _now()
-                self._use_threads(1)
+                self.cur_threads = 1
             return
         if self.tune_t0 < 0:   # first call
             self.tune_count = 0
             self.tune_t0 = _now()
-            self._use_threads(1)
+            self.cur_threads = 1
             return
         if self.tune_phase == 1:
             now = _now()
@@ -1566,7 +1565,7 @@ cdef class S2DOState:
                 self.tune_count = 0
                 if self.tune_losses < 6:
                     self.tune_losses += 1
-                self._use_threads(1)
+                self.cur_threads = 1
             elif self.tune_count >= TUNE_WINDOW:
                 self.tune_phase = 2
                 self.tune_count = 0
@@ -1578,7 +1577,7 @@ cdef class S2DOState:
             self.tune_phase = 1
             self.tune_count = 0
             self.tune_t0 = now
-            self._use_threads(self.n_threads)
+            self.cur_threads = self.n_threads
 
     def scores(self):
         """Centred scores F̄ = K'β̄ (m, Q)."""
