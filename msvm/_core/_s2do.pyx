@@ -322,13 +322,14 @@ cdef class S2DOState:
     cdef mask_t[::1] posmask
 
     # The block (see _solve_block): its examples, their Gram rows, K' among them
-    # (BLOCK_MAX × BLOCK_MAX), a flag per example, and per block example its row of
+    # (BLOCK_MAX × BLOCK_MAX), each example's position in it (-1: outside), and per
+    # block example its row of
     # β deltas with the list of changed columns and their sum.
     cdef int nblk
     cdef Py_ssize_t blk[BLOCK_MAX]
     cdef const double* brow[BLOCK_MAX]
     cdef double bK[BLOCK_MAX * BLOCK_MAX]
-    cdef unsigned char[::1] inblk
+    cdef int[::1] bslot
     cdef double* dbeta      # BLOCK_MAX × Q
     cdef int* dcols         # BLOCK_MAX × Q
     cdef int ncols[BLOCK_MAX]
@@ -523,7 +524,7 @@ cdef class S2DOState:
         memset(self.dbeta, 0, BLOCK_MAX * self.Q * sizeof(double))
         self.nblk = 0
         self.n_lead = 0
-        self.inblk = np.zeros(self.m, dtype=np.uint8)
+        self.bslot = np.full(self.m, -1, dtype=np.intc)
         self.block_steps = False
         self.block_size = BLOCK_MAX
         with nogil:
@@ -900,7 +901,7 @@ cdef class S2DOState:
         cdef int t = self.nblk, u
         self.blk[t] = e
         self.brow[t] = row
-        self.inblk[e] = 1
+        self.bslot[e] = t
         for u in range(t):
             self.bK[t * BLOCK_MAX + u] = row[self.blk[u]]
             self.bK[u * BLOCK_MAX + t] = row[self.blk[u]]
@@ -917,19 +918,12 @@ cdef class S2DOState:
                 b[self.dcols[t * self.Q + j]] = 0.0
             self.ncols[t] = 0
             self.dS[t] = 0.0
-            self.inblk[self.blk[t]] = 0
+            self.bslot[self.blk[t]] = -1
         self.nblk = 0
-
-    cdef inline int _slot(self, Py_ssize_t e) noexcept nogil:
-        cdef int t
-        for t in range(self.nblk):
-            if self.blk[t] == e:
-                return t
-        return -1
 
     cdef inline double _kblock(self, Py_ssize_t e, Py_ssize_t f) noexcept nogil:
         """K'(x_e, x_f) for two examples of the block."""
-        return self.bK[self._slot(e) * BLOCK_MAX + self._slot(f)]
+        return self.bK[self.bslot[e] * BLOCK_MAX + self.bslot[f]]
 
     cdef void _solve_block(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k,
                            Py_ssize_t q) noexcept nogil:
@@ -956,7 +950,7 @@ cdef class S2DOState:
                 x = self.lead[t]
                 if self.nblk >= self.block_size:
                     break
-                if not self.inblk[x] and self.inwork[x] and self.kc.cached(x):
+                if self.bslot[x] < 0 and self.inwork[x] and self.kc.cached(x):
                     self._open_block(x, self.kc.row_ptr(x))
         for n in range(BLOCK_STEPS * self.P * self.nblk if self.block_steps else 1):
             if n > 0:
@@ -1079,7 +1073,7 @@ cdef class S2DOState:
         (with the list of its changed columns), and its effect on the block's rows of
         F and S."""
         cdef Py_ssize_t y = self.y[e], Q = self.Q
-        cdef int k, c, t, slot = self._slot(e)
+        cdef int k, c, t, slot = self.bslot[e]
         cdef double v, kv
         cdef int* cols = self.dcols + slot * Q
         cdef const double* Krow = &self.bK[slot * BLOCK_MAX]
@@ -1247,7 +1241,7 @@ cdef class S2DOState:
         cdef const double* w = self.pw
         cdef const double* dSb = &self.dS[0]
         cdef const double** rows = &self.brow[0]
-        cdef const unsigned char* inblk = &self.inblk[0]
+        cdef const int* bslot = &self.bslot[0]
         cdef double* F = &self.F[0, 0]
         cdef double* Fe
         cdef double* S = &self.S[0]
@@ -1278,7 +1272,7 @@ cdef class S2DOState:
             # columns (the block's own rows are up to date already: _solve_block).
             Fe = F + e * Q
             dmax = 0.0
-            if not inblk[e]:
+            if bslot[e] < 0:
                 for j in range(nc):
                     acc[j] = 0.0
                 dS = 0.0
@@ -1301,7 +1295,7 @@ cdef class S2DOState:
                 v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
             if centred:
                 v -= kap[y] * S[e]
-            if not inblk[e]:
+            if bslot[e] < 0:
                 # Each gradient moved by at most |Δσ| + dmax, each pair difference by
                 # 2 dmax: viol[e] plus that bounds the new violation.
                 ub = fabs(v - sigma[e]) + dmax
@@ -1318,7 +1312,7 @@ cdef class S2DOState:
                     cidx[e] = -1
                     continue
             sigma[e] = v
-            if inblk[e] or rescan_all or stale[e] == COLD:
+            if bslot[e] >= 0 or rescan_all or stale[e] == COLD:
                 n_rescan += stale[e] == COLD
                 self._rescan(e)
             else:
@@ -1427,11 +1421,11 @@ cdef class S2DOState:
             c = cols[j]
             d = b[c]
             for e in range(m):
-                if not self.inblk[e]:
+                if self.bslot[e] < 0:
                     self.F[e, c] += d * Kr[e]
         if self.centred and dS != 0:
             for e in range(m):
-                if not self.inblk[e]:
+                if self.bslot[e] < 0:
                     self.S[e] += dS * Kr[e]
 
     # ------------------------------------------------------------ shrinking
