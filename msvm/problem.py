@@ -117,7 +117,8 @@ class DualProblem:
         sum-to-zero machines ν̄ is centred).  The solvers get the r independent
         constraints Uᵀ A α = 0, and the bias lives in span(U): b = U λ.
         """
-        vecs = self.nu[self.y][self.active]
+        classes = np.unique(self.y)  # the vectors depend on the label only
+        vecs = self.nu[classes][self.machine.active[classes]]
         vecs = np.unique(np.round(vecs, 12), axis=0)
         if vecs.size == 0:
             return np.zeros((self.n_classes, 0))
