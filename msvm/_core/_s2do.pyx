@@ -1461,16 +1461,34 @@ cdef class S2DOState:
         self.n_work = n
 
     cdef bint _near(self, Py_ssize_t e, double margin) noexcept nogil:
+        """Whether a variable of e (exact extremes) is within margin of violating."""
+        cdef Py_ssize_t ad = self.adn[e]
         if not self.fast:
             return self._violation(e, margin) > 0
         if self.aup[e] >= 0 and -self.sigma[e] - self.hup[e] + margin > 0:
             return True
-        if self.adn[e] >= 0:
+        if ad >= 0:
             if self.sigma[e] + self.hdn[e] + margin > 0:
                 return True
-            if self.max_loss and self.hdn[e] - self.hall[e] + margin > 0:
+            if self.max_loss and self.hdn[e] - self._lowest_h_but(e, ad) + margin > 0:
                 return True
         return False
+
+    cdef double _lowest_h_but(self, Py_ssize_t e, Py_ssize_t skip) noexcept nogil:
+        """min of h_es over e's slots s other than skip: the other end of a move of
+        mass from slot skip.  (When skip is the lowest slot itself, hdn − hall = 0
+        would count every support vector of a max-loss machine as near: letter-cs
+        kept ~10 700 of 15 000 examples in its working set to the end.)"""
+        cdef Py_ssize_t y = self.y[e], s
+        cdef double h, low = INFINITY
+        if self.aall[e] != skip:
+            return self.hall[e]
+        for s in range(self.P):
+            if s != skip and self.active[y, s]:
+                h = -self.F[e, s] - self.gamma[y, s]
+                if h < low:
+                    low = h
+        return low
 
     cdef void _unshrink(self) noexcept nogil:
         cdef Py_ssize_t e
