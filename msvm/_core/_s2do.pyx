@@ -143,11 +143,16 @@ X once for 16 rows, a dgemv once per row).  About as many rows are computed
 Shrinking: every ``shrink_interval`` iterations examples whose every
 variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
 and a margin from the bound switching of the current largest violation, as in
-libsvm, but at least ``shrink_margin``·tol) are removed
-from selection and from the gradient refresh (their F rows are still kept
-exact, so unshrinking costs O(m·P), no kernel evaluations).  When the
-working set looks converged, every example is unshrunk and the full KKT
-check decides.
+libsvm, but at least ``shrink_margin``·tol; for a max-loss slack group, the
+move of mass to the lowest *other* slot) are removed from selection and from
+the gradient refresh.  If the cache holds every Gram row, the passes skip
+them altogether and their rows of F and S are rebuilt from α when needed
+(``_rebuild_shrunk``, libsvm's gradient reconstruction, no kernel
+evaluations); meanwhile ``objective()`` is the last exact value plus each
+step's exact change.  Otherwise their F rows are kept exact (rebuilding them
+would cost a Gram row per support vector).  letter-cs: 78.8 s → 39.6 s, the
+working set falling to ~760 of 15 000 examples.  When the working set looks
+converged, every example is unshrunk and the full KKT check decides.
 
 Stopping: max violation ≤ tol over all examples.  Variables within
 1e-14·C of zero are snapped to zero and group sums within 1e-12·C of C count
@@ -384,6 +389,13 @@ cdef class S2DOState:
     cdef public long long shrink_interval
     cdef public double shrink_margin
     cdef long long since_shrink
+    # Every Gram row fits in the cache (fast path): the passes skip the shrunk
+    # examples, whose rows of F and S are rebuilt from α when needed.
+    cdef bint defer_shrunk
+    cdef bint shrunk_stale
+    # J(α), exact when computed from F, then changed by each step's exact ΔJ (what
+    # objective() returns while shrunk examples' scores wait).
+    cdef double tracked_J
 
     def __cinit__(self, *args, **kwargs):
         self.dbeta = NULL
@@ -533,8 +545,11 @@ cdef class S2DOState:
         self.bslot = np.full(self.m, -1, dtype=np.intc)
         self.block_steps = False
         self.block_size = BLOCK_MAX
+        self.defer_shrunk = self.fast and self.kc.capacity >= self.m
+        self.shrunk_stale = False
         with nogil:
             self._initialise()
+        self.tracked_J = self.objective()
 
     # ------------------------------------------------------------ per example
     cdef void _group_sums(self, Py_ssize_t e) noexcept nogil:
@@ -760,47 +775,90 @@ cdef class S2DOState:
 
     # ----------------------------------------------------------- initialise
     cdef void _initialise(self) noexcept nogil:
-        """F = K'β and S from α (one Gram row per example with β_i ≠ 0)."""
-        cdef Py_ssize_t i, e, q, y, m = self.m, Q = self.Q
-        cdef int k, c
-        cdef double a, tot, kv
+        """F = K'β and S from α, then every example's violation."""
+        cdef Py_ssize_t e
+        self._add_scores(False)
+        for e in range(self.m):
+            self._group_sums(e)
+            self._refresh(e)
+        self._find_max()
+
+    cdef void _rebuild_shrunk(self) noexcept nogil:
+        """F and S of the shrunk examples from α, after passes that skipped them.
+
+        As libsvm's gradient reconstruction: nSV·(shrunk examples) multiply-adds
+        per column of β, against (passes since the shrink)·(shrunk examples)·(changed
+        columns) for keeping them up to date.
+        """
+        cdef Py_ssize_t e, c
+        if not self.shrunk_stale:
+            return
+        for e in range(self.m):
+            if not self.inwork[e]:
+                for c in range(self.Q):
+                    self.F[e, c] = 0.0
+                self.S[e] = 0.0
+        self._add_scores(True)
+        self.shrunk_stale = False
+
+    cdef void _add_scores(self, bint shrunk_only) noexcept nogil:
+        """F += K'β and S += K'(β row sums) from α, on every example or on the shrunk
+        ones only: one Gram row per example i with β_i ≠ 0, shared out among the
+        threads by example."""
+        cdef Py_ssize_t i, t, q, y, n = 0, m = self.m, Q = self.Q
+        cdef int k, c, nnz
+        cdef double a
         cdef const double* Ki
+        cdef Py_ssize_t* targets = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+        cdef int* cols = <int*> malloc(Q * sizeof(int))
         cdef double* b = self.dbeta
+        if targets == NULL or cols == NULL:   # (never on any realistic m)
+            free(targets)
+            free(cols)
+            return
+        for t in range(m):
+            if not (shrunk_only and self.inwork[t]):
+                targets[n] = t
+                n += 1
         for i in range(m):
             y = self.y[i]
-            for c in range(Q):
-                b[c] = 0.0
-            tot = 0.0
             for q in range(self.P):
                 a = self.alpha[i, q]
                 if a == 0 or not self.active[y, q]:
                     continue
                 for k in range(self.nz_count[y, q]):
                     b[self.nz_col[y, q, k]] += a * self.nz_val[y, q, k]
-            for c in range(Q):
-                tot += b[c]
-            k = 0
+            nnz = 0
             for c in range(Q):
                 if b[c] != 0:
-                    k = 1
-            if k == 0 and tot == 0:
+                    cols[nnz] = c
+                    nnz += 1
+            if nnz == 0:
                 continue
             Ki = self.kc.row_ptr(i)
-            for e in range(m):
-                kv = Ki[e]
-                if e == i:
-                    kv = kv + self.shift
-                for c in range(Q):
-                    if b[c] != 0:
-                        self.F[e, c] += b[c] * kv
-                if self.centred:
-                    self.S[e] += tot * kv
-        for c in range(Q):
-            b[c] = 0.0
-        for e in range(m):
-            self._group_sums(e)
-            self._refresh(e)
-        self._find_max()
+            if self.n_threads > 1 and n > CHUNK:
+                for t in prange(n, num_threads=self.n_threads, schedule="static"):
+                    self._add_row(targets[t], i, Ki, b, cols, nnz)
+            else:
+                for t in range(n):
+                    self._add_row(targets[t], i, Ki, b, cols, nnz)
+            for k in range(nnz):
+                b[cols[k]] = 0.0
+        free(targets)
+        free(cols)
+
+    cdef inline void _add_row(self, Py_ssize_t e, Py_ssize_t i, const double* Ki,
+                              const double* b, const int* cols, int nnz) noexcept nogil:
+        """F_e += β_i K'(x_i, x_e) on β_i's non-zero columns (and S_e)."""
+        cdef int k
+        cdef double kv = Ki[e], tot = 0.0
+        if e == i:
+            kv = kv + self.shift
+        for k in range(nnz):
+            self.F[e, cols[k]] += b[cols[k]] * kv
+            tot += b[cols[k]]
+        if self.centred:
+            self.S[e] += tot * kv
 
     # ------------------------------------------------------------ one step
     cdef void _fetch(self, Py_ssize_t e) noexcept nogil:
@@ -1013,6 +1071,7 @@ cdef class S2DOState:
             k = i
             q = p
             mu2 = 0.0
+            g2 = h12 = h22 = 0.0
         else:
             yk = self.y[k]
             r2 = self.slack[yk, q]
@@ -1065,6 +1124,8 @@ cdef class S2DOState:
                     n2 = self.C
         d1 = n1 - a1
         d2 = 0.0 if (k == i and q == p) else n2 - a2
+        self.tracked_J += g1 * d1 + g2 * d2 + 0.5 * h11 * d1 * d1 + h12 * d1 * d2 \
+            + 0.5 * h22 * d2 * d2
         self.alpha[i, p] = n1
         if not (k == i and q == p):
             self.alpha[k, q] = n2
@@ -1193,6 +1254,8 @@ cdef class S2DOState:
                     n += 1
         self.pstart[nc] = n
         self.pnc = nc
+        if self.defer_shrunk and self.n_work < self.m and nc > 0:
+            self.shrunk_stale = True
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
         self.cold_below = LAZY_FRACTION * self.max_violation if self.lazy_on else -1.0
@@ -1248,7 +1311,7 @@ cdef class S2DOState:
         cdef long long n_cold = 0, n_rescan = 0
         cdef mask_t up, pos, bit
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
-        cdef bint rescan_all = self.prescan_all
+        cdef bint rescan_all = self.prescan_all, defer = self.defer_shrunk
         cdef const int* cc = self.pcol
         cdef const double* w = self.pw
         cdef const double* dSb = &self.dS[0]
@@ -1280,6 +1343,8 @@ cdef class S2DOState:
         if e1 > self.m:
             e1 = self.m
         for e in range(b * CHUNK, e1):
+            if defer and not inwork[e]:
+                continue
             # F_e += Σ_t Δβ_t K(x_t, x_e) over the block's rows t, on the changed
             # columns (the block's own rows are up to date already: _solve_block).
             Fe = F + e * Q
@@ -1492,6 +1557,7 @@ cdef class S2DOState:
 
     cdef void _unshrink(self) noexcept nogil:
         cdef Py_ssize_t e
+        self._rebuild_shrunk()
         for e in range(self.m):
             self.work_idx[e] = e
             self.inwork[e] = 1
@@ -1604,14 +1670,20 @@ cdef class S2DOState:
 
     def scores(self):
         """Centred scores F̄ = K'β̄ (m, Q)."""
+        with nogil:
+            self._rebuild_shrunk()
         F = np.array(self.F)
         if self.centred:
             F -= np.asarray(self.S)[:, None] / self.Q
         return F
 
     def objective(self):
-        """Dual objective J(α) (minimised form) from the kept scores."""
+        """Dual objective J(α) (minimised form) from the kept scores; while the scores
+        of shrunk examples wait, the sum of the steps' exact changes (rebuilding
+        them costs ~0.3 s on letter, too much for every progress line)."""
         cdef Py_ssize_t e
+        if self.shrunk_stale:
+            return self.tracked_J
         alpha = np.asarray(self.alpha)
         G = np.asarray(self.G)
         gamma = np.asarray(self.gamma)[np.asarray(self.y)]
@@ -1619,8 +1691,9 @@ cdef class S2DOState:
         with nogil:
             for e in range(self.m):
                 self._gradient(e)
-        return 0.5 * float(np.sum(alpha * (G + gamma * np.asarray(self.active)[np.asarray(self.y)])))\
+        self.tracked_J = 0.5 * float(np.sum(alpha * (G + gamma * np.asarray(self.active)[np.asarray(self.y)])))\
             - float(np.sum(gamma * alpha))
+        return self.tracked_J
 
     def _debug_state(self):
         """Cached per-example quantities (for tests and debugging)."""
@@ -1628,4 +1701,4 @@ cdef class S2DOState:
             ("viol", self.viol), ("wp", self.wp), ("wq", self.wq), ("sigma", self.sigma),
             ("hup", self.hup), ("hdn", self.hdn), ("hall", self.hall), ("aup", self.aup),
             ("adn", self.adn), ("aall", self.aall), ("stale", self.stale), ("F", self.F),
-            ("gsum", self.gsum))}
+            ("gsum", self.gsum), ("inwork", self.inwork))}
