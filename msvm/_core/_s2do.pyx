@@ -805,21 +805,12 @@ cdef class S2DOState:
         """F += K'β and S += K'(β row sums) from α, on every example or on the shrunk
         ones only: one Gram row per example i with β_i ≠ 0, shared out among the
         threads by example."""
-        cdef Py_ssize_t i, t, q, y, n = 0, m = self.m, Q = self.Q
+        cdef Py_ssize_t i, e, q, y, m = self.m, Q = self.Q
         cdef int k, c, nnz
         cdef double a
         cdef const double* Ki
-        cdef Py_ssize_t* targets = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
-        cdef int* cols = <int*> malloc(Q * sizeof(int))
-        cdef double* b = self.dbeta
-        if targets == NULL or cols == NULL:   # (never on any realistic m)
-            free(targets)
-            free(cols)
-            return
-        for t in range(m):
-            if not (shrunk_only and self.inwork[t]):
-                targets[n] = t
-                n += 1
+        cdef double* b = self.dbeta    # β_i (no block is open here) ...
+        cdef int* cols = self.pcol     # ... and its non-zero columns
         for i in range(m):
             y = self.y[i]
             for q in range(self.P):
@@ -836,27 +827,28 @@ cdef class S2DOState:
             if nnz == 0:
                 continue
             Ki = self.kc.row_ptr(i)
-            if self.n_threads > 1 and n > CHUNK:
-                for t in prange(n, num_threads=self.n_threads, schedule="static"):
-                    self._add_row(targets[t], i, Ki, b, cols, nnz)
+            if self.n_threads > 1 and m > CHUNK:
+                for e in prange(m, num_threads=self.n_threads, schedule="static"):
+                    self._add_row(e, i, Ki, nnz, shrunk_only)
             else:
-                for t in range(n):
-                    self._add_row(targets[t], i, Ki, b, cols, nnz)
+                for e in range(m):
+                    self._add_row(e, i, Ki, nnz, shrunk_only)
             for k in range(nnz):
                 b[cols[k]] = 0.0
-        free(targets)
-        free(cols)
 
-    cdef inline void _add_row(self, Py_ssize_t e, Py_ssize_t i, const double* Ki,
-                              const double* b, const int* cols, int nnz) noexcept nogil:
+    cdef inline void _add_row(self, Py_ssize_t e, Py_ssize_t i, const double* Ki, int nnz,
+                              bint shrunk_only) noexcept nogil:
         """F_e += β_i K'(x_i, x_e) on β_i's non-zero columns (and S_e)."""
-        cdef int k
+        cdef int k, c
         cdef double kv = Ki[e], tot = 0.0
+        if shrunk_only and self.inwork[e]:
+            return
         if e == i:
             kv = kv + self.shift
         for k in range(nnz):
-            self.F[e, cols[k]] += b[cols[k]] * kv
-            tot += b[cols[k]]
+            c = self.pcol[k]
+            self.F[e, c] += self.dbeta[c] * kv
+            tot += self.dbeta[c]
         if self.centred:
             self.S[e] += tot * kv
 
