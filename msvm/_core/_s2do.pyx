@@ -807,7 +807,7 @@ cdef class S2DOState:
         threads by example."""
         cdef Py_ssize_t i, e, q, y, m = self.m, Q = self.Q
         cdef int k, c, nnz
-        cdef double a
+        cdef double a, tot
         cdef const double* Ki
         cdef double* b = self.dbeta    # β_i (no block is open here) ...
         cdef int* cols = self.pcol     # ... and its non-zero columns
@@ -820,27 +820,29 @@ cdef class S2DOState:
                 for k in range(self.nz_count[y, q]):
                     b[self.nz_col[y, q, k]] += a * self.nz_val[y, q, k]
             nnz = 0
+            tot = 0.0
             for c in range(Q):
                 if b[c] != 0:
                     cols[nnz] = c
                     nnz += 1
+                    tot += b[c]
             if nnz == 0:
                 continue
             Ki = self.kc.row_ptr(i)
             if self.n_threads > 1 and m > CHUNK:
                 for e in prange(m, num_threads=self.n_threads, schedule="static"):
-                    self._add_row(e, i, Ki, nnz, shrunk_only)
+                    self._add_row(e, i, Ki, nnz, tot, shrunk_only)
             else:
                 for e in range(m):
-                    self._add_row(e, i, Ki, nnz, shrunk_only)
+                    self._add_row(e, i, Ki, nnz, tot, shrunk_only)
             for k in range(nnz):
                 b[cols[k]] = 0.0
 
     cdef inline void _add_row(self, Py_ssize_t e, Py_ssize_t i, const double* Ki, int nnz,
-                              bint shrunk_only) noexcept nogil:
-        """F_e += β_i K'(x_i, x_e) on β_i's non-zero columns (and S_e)."""
+                              double tot, bint shrunk_only) noexcept nogil:
+        """F_e += β_i K'(x_i, x_e) on β_i's non-zero columns, S_e += tot·K'(x_i, x_e)."""
         cdef int k, c
-        cdef double kv = Ki[e], tot = 0.0
+        cdef double kv = Ki[e]
         if shrunk_only and self.inwork[e]:
             return
         if e == i:
@@ -848,7 +850,6 @@ cdef class S2DOState:
         for k in range(nnz):
             c = self.pcol[k]
             self.F[e, c] += self.dbeta[c] * kv
-            tot += self.dbeta[c]
         if self.centred:
             self.S[e] += tot * kv
 
