@@ -164,6 +164,9 @@ cimport cython
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport malloc, free
+
+cdef extern from "stdlib.h" nogil:
+    void* aligned_alloc(size_t alignment, size_t size)
 from libc.string cimport memset
 
 from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
@@ -223,6 +226,42 @@ cdef enum:
 ctypedef unsigned long long mask_t
 
 
+# The per-example state, one 128-byte record per example (two cache lines): a
+# visit of the pass reads and writes nearly all of it, and as separate arrays
+# it cost one cache line per field (~20 per visit), which the two cores'
+# 1 MB L2 caches could not hold on letter (one thread was 2.2x slower than two).
+cdef struct Example:
+    # Fast path (module docstring): σ_e and the extremes of h_e· (over the slots
+    # that may increase, those with α > 0, all) with their slots.
+    double sigma
+    double hup
+    double hdn
+    double hall
+    # The largest violation (an upper bound while stale) and its slot(s).
+    double viol
+    # The offer as second variable (see _fast_violation): its best single slot as
+    # an index y·P + s into a row of M (−1: none), its gradient and H diagonal.
+    double cand_g
+    double cand_h
+    double pad0
+    # Slot bitmasks (bit s = slot s; the fast path needs P <= 64): the slots that
+    # may increase and those with α > 0.  They change only with α, so the hot
+    # loops read 16 bytes instead of α and the group sums.
+    mask_t upmask
+    mask_t posmask
+    int aup
+    int adn
+    int aall
+    int wp
+    int wq
+    int cand_idx
+    int bslot                # position in the block, -1 outside
+    int y
+    unsigned char stale      # 0, BOUND or COLD
+    unsigned char inwork     # in the working set (not shrunk)
+    unsigned char pad1[14]
+
+
 cdef inline int _position(const int* a, int n, int v) noexcept nogil:
     """Index of v among a[0..n), or n if absent (the slot it would be appended at)."""
     cdef int j
@@ -270,10 +309,7 @@ cdef class S2DOState:
     cdef double[:, ::1] G
     cdef double[:, ::1] gsum
     cdef double[::1] S
-    cdef double[::1] viol
     cdef double[::1] kdiag
-    cdef Py_ssize_t[::1] wp
-    cdef Py_ssize_t[::1] wq
     cdef Py_ssize_t[::1] work_idx
     cdef const double[:, ::1] M
     cdef double[:, ::1] Mdiag
@@ -294,14 +330,6 @@ cdef class S2DOState:
     cdef const int[:, ::1] u_col
     cdef const double[:, ::1] u_val
     cdef const double[::1] kappa
-    cdef double[::1] sigma
-    cdef double[::1] hup
-    cdef double[::1] hdn
-    cdef double[::1] hall
-    cdef Py_ssize_t[::1] aup
-    cdef Py_ssize_t[::1] adn
-    cdef Py_ssize_t[::1] aall
-    cdef unsigned char[::1] stale
     # Cold examples (module docstring, _lazy_control): the threshold of the current
     # pass, the user's switch, the on/off state and its counters (per chunk, per
     # window, total).
@@ -313,28 +341,18 @@ cdef class S2DOState:
     cdef readonly long long n_cold, n_rescan
     cdef long long* ccold
     cdef long long* crescan
-    # Each example's offer as second variable (see _fast_violation): its best single
-    # slot as an index y·P + s into a row of M (−1: none), its gradient and H diagonal.
-    cdef int[::1] cand_idx
-    cdef double[::1] cand_g
-    cdef double[::1] cand_h
-    # Slot bitmasks (bit s = slot s; the fast path needs P <= 64): per class the
-    # active slots, per example the slots that may increase and those with α > 0.
-    # They change only with α, so the hot loops read 16 bytes instead of α and
-    # the group sums.
+    # Per class, the active slots as a bitmask (see Example.upmask).
     cdef const mask_t[::1] actmask
-    cdef mask_t[::1] upmask
-    cdef mask_t[::1] posmask
+    # Per example, everything a pass reads (see Example).
+    cdef Example* ex
 
     # The block (see _solve_block): its examples, their Gram rows, K' among them
-    # (BLOCK_MAX × BLOCK_MAX), each example's position in it (-1: outside), and per
-    # block example its row of
-    # β deltas with the list of changed columns and their sum.
+    # (BLOCK_MAX × BLOCK_MAX) and per block example its row of β deltas with the
+    # list of changed columns and their sum (positions in the block: Example.bslot).
     cdef int nblk
     cdef Py_ssize_t blk[BLOCK_MAX]
     cdef const double* brow[BLOCK_MAX]
     cdef double bK[BLOCK_MAX * BLOCK_MAX]
-    cdef int[::1] bslot
     cdef double* dbeta      # BLOCK_MAX × Q
     cdef int* dcols         # BLOCK_MAX × Q
     cdef int ncols[BLOCK_MAX]
@@ -361,7 +379,6 @@ cdef class S2DOState:
     cdef double tune_cost
     cdef int tune_losses
     cdef readonly long long n_parallel_iter
-    cdef unsigned char[::1] inwork
     cdef double* cbest
     cdef Py_ssize_t* cidx
     cdef Py_ssize_t* cslot
@@ -393,11 +410,13 @@ cdef class S2DOState:
     # examples, whose rows of F and S are rebuilt from α when needed.
     cdef bint defer_shrunk
     cdef bint shrunk_stale
+    cdef bint pass_work       # this pass visits the working set only
     # J(α), exact when computed from F, then changed by each step's exact ΔJ (what
     # objective() returns while shrunk examples' scores wait).
     cdef double tracked_J
 
     def __cinit__(self, *args, **kwargs):
+        self.ex = NULL
         self.dbeta = NULL
         self.dcols = NULL
         self.gdown = NULL
@@ -417,6 +436,7 @@ cdef class S2DOState:
         self.fetch_viol = NULL
 
     def __dealloc__(self):
+        free(self.ex)
         free(self.dbeta)
         free(self.dcols)
         free(self.gdown)
@@ -478,39 +498,23 @@ cdef class S2DOState:
         self.G = np.zeros((self.m, self.P))
         self.gsum = np.zeros((self.m, self.R))
         self.S = np.zeros(self.m)
-        self.viol = np.zeros(self.m)
         self.kdiag = np.zeros(self.m)
         for i in range(self.m):
             self.kdiag[i] = kc.diag(i)
-        self.wp = np.full(self.m, -1, dtype=np.intp)
-        self.wq = np.full(self.m, -1, dtype=np.intp)
         self.work_idx = np.arange(self.m, dtype=np.intp)
+        self._allocate_examples()
         self.fast = fast is not None
         if self.fast:
             self.u_cnt = fast["u_cnt"]
             self.u_col = fast["u_col"]
             self.u_val = fast["u_val"]
             self.kappa = fast["kappa"]
-        self.sigma = np.zeros(self.m)
-        self.hup = np.zeros(self.m)
-        self.hdn = np.zeros(self.m)
-        self.hall = np.zeros(self.m)
-        self.aup = np.full(self.m, -1, dtype=np.intp)
-        self.adn = np.full(self.m, -1, dtype=np.intp)
-        self.aall = np.full(self.m, -1, dtype=np.intp)
-        self.stale = np.zeros(self.m, dtype=np.uint8)
         self.cold_below = -1.0
         self.lazy = True
-        self.upmask = np.zeros(self.m, dtype=np.uint64)
-        self.posmask = np.zeros(self.m, dtype=np.uint64)
-        self.cand_idx = np.full(self.m, -1, dtype=np.int32)
-        self.cand_g = np.zeros(self.m)
-        self.cand_h = np.zeros(self.m)
         if self.fast:
             self.actmask = (np.asarray(active, dtype=np.uint64)
                             << np.arange(self.P, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
         self.n_work = self.m
-        self.inwork = np.ones(self.m, dtype=np.uint8)
         n_chunks = (self.m + CHUNK - 1) // CHUNK
         self.cbest = <double*>malloc(n_chunks * sizeof(double))
         self.cidx = <Py_ssize_t*>malloc(n_chunks * sizeof(Py_ssize_t))
@@ -542,14 +546,31 @@ cdef class S2DOState:
         memset(self.dbeta, 0, BLOCK_MAX * self.Q * sizeof(double))
         self.nblk = 0
         self.n_lead = 0
-        self.bslot = np.full(self.m, -1, dtype=np.intc)
         self.block_steps = False
         self.block_size = BLOCK_MAX
         self.defer_shrunk = self.fast and self.kc.capacity >= self.m
         self.shrunk_stale = False
+        self.pass_work = False
         with nogil:
             self._initialise()
         self.tracked_J = self.objective()
+
+    cdef void _allocate_examples(self) except *:
+        cdef Py_ssize_t e
+        # 128 bytes: the records stay aligned on cache lines (aligned_alloc's size
+        # must be a multiple of the alignment).
+        assert sizeof(Example) == 128
+        self.ex = <Example*>aligned_alloc(64, (self.m if self.m > 0 else 1) * sizeof(Example))
+        if self.ex == NULL:
+            raise MemoryError()
+        memset(self.ex, 0, self.m * sizeof(Example))
+        for e in range(self.m):
+            self.ex[e].aup = self.ex[e].adn = self.ex[e].aall = -1
+            self.ex[e].wp = self.ex[e].wq = -1
+            self.ex[e].cand_idx = -1
+            self.ex[e].bslot = -1
+            self.ex[e].y = <int>self.y[e]
+            self.ex[e].inwork = 1
 
     # ------------------------------------------------------------ per example
     cdef void _group_sums(self, Py_ssize_t e) noexcept nogil:
@@ -578,8 +599,8 @@ cdef class S2DOState:
                 up |= bit
             if self.alpha[e, s] > 0:
                 pos |= bit
-        self.upmask[e] = up
-        self.posmask[e] = pos
+        self.ex[e].upmask = up
+        self.ex[e].posmask = pos
 
     cdef void _gradient(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.y[e], q
@@ -644,8 +665,8 @@ cdef class S2DOState:
                     bp = self.adown[r]
                     bq = self.amin[r]
         if margin == 0:
-            self.wp[e] = bp
-            self.wq[e] = bq
+            self.ex[e].wp = bp
+            self.ex[e].wq = bq
         return best
 
     cdef void _refresh(self, Py_ssize_t e) noexcept nogil:
@@ -655,12 +676,12 @@ cdef class S2DOState:
             self._fast_violation(e)
         else:
             self._gradient(e)
-            self.viol[e] = self._violation(e, 0.0)
+            self.ex[e].viol = self._violation(e, 0.0)
 
     # ------------------------------------------------------------ fast path
     cdef inline double _grad(self, Py_ssize_t e, Py_ssize_t s) noexcept nogil:
         if self.fast:
-            return self.sigma[e] - self.F[e, s] - self.gamma[self.y[e], s]
+            return self.ex[e].sigma - self.F[e, s] - self.gamma[self.y[e], s]
         return self.G[e, s]
 
     cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
@@ -671,14 +692,14 @@ cdef class S2DOState:
             v += self.u_val[y, k] * self.F[e, self.u_col[y, k]]
         if self.centred:
             v -= self.kappa[y] * self.S[e]
-        self.sigma[e] = v
+        self.ex[e].sigma = v
 
     cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
         """Extremes of h_e· over the slots that may increase / decrease / all."""
         cdef Py_ssize_t y = self.y[e], s, P = self.P
         cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
         cdef Py_ssize_t au = -1, ad = -1, aa = -1
-        cdef mask_t act = self.actmask[y], up = self.upmask[e], pos = self.posmask[e], bit
+        cdef mask_t act = self.actmask[y], up = self.ex[e].upmask, pos = self.ex[e].posmask, bit
         cdef const double* Fe = &self.F[e, 0]
         cdef const double* gam = &self.gamma[y, 0]
         for s in range(P):
@@ -695,20 +716,20 @@ cdef class S2DOState:
             if h < ha:
                 ha = h
                 aa = s
-        self.hup[e] = hu
-        self.aup[e] = au
-        self.hdn[e] = hd
-        self.adn[e] = ad
-        self.hall[e] = ha
-        self.aall[e] = aa
-        self.stale[e] = 0
+        self.ex[e].hup = hu
+        self.ex[e].aup = au
+        self.ex[e].hdn = hd
+        self.ex[e].adn = ad
+        self.ex[e].hall = ha
+        self.ex[e].aall = aa
+        self.ex[e].stale = 0
 
     cdef inline void _fast_violation(self, Py_ssize_t e) noexcept nogil:
         """viol[e] and its slot(s) from σ_e and the cached extremes; then e's offer."""
-        cdef double v = 0.0, w, sg = self.sigma[e], hu = self.hup[e], hd = self.hdn[e]
-        cdef Py_ssize_t bp = -1, bq = -1, au = self.aup[e], ad = self.adn[e], s = -1
+        cdef double v = 0.0, w, sg = self.ex[e].sigma, hu = self.ex[e].hup, hd = self.ex[e].hdn
+        cdef Py_ssize_t bp = -1, bq = -1, au = self.ex[e].aup, ad = self.ex[e].adn, s = -1
         cdef Py_ssize_t ye = self.y[e]
-        cdef bint stale = self.stale[e]
+        cdef bint stale = self.ex[e].stale
         cdef double vu = -INFINITY, vd = -INFINITY, g2
         cdef mask_t bit
         if au >= 0:
@@ -722,15 +743,15 @@ cdef class S2DOState:
                 v = vd
                 bp = ad
             # (Stale extremes may name the same slot with different values: still a bound.)
-            if self.max_loss and (self.aall[e] != ad or stale):
-                w = hd - self.hall[e]
+            if self.max_loss and (self.ex[e].aall != ad or stale):
+                w = hd - self.ex[e].hall
                 if w > v:
                     v = w
                     bp = ad
-                    bq = self.aall[e]
-        self.viol[e] = v
-        self.wp[e] = bp
-        self.wq[e] = bq
+                    bq = self.ex[e].aall
+        self.ex[e].viol = v
+        self.ex[e].wp = bp
+        self.ex[e].wq = bq
         # e's offer as second variable: its most violating single slot.
         if vu > 0 and vu >= vd:
             s = au
@@ -740,13 +761,13 @@ cdef class S2DOState:
             g2 = sg - self.F[e, s] - self.gamma[ye, s]
             bit = (<mask_t>1) << s
             # Stale extremes: check that the slot really can move.
-            if not stale or (g2 < 0 and (self.upmask[e] & bit)) or \
-                    (g2 > 0 and (self.posmask[e] & bit)):
-                self.cand_g[e] = g2
-                self.cand_h[e] = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
-                self.cand_idx[e] = <int>(ye * self.P + s)
+            if not stale or (g2 < 0 and (self.ex[e].upmask & bit)) or \
+                    (g2 > 0 and (self.ex[e].posmask & bit)):
+                self.ex[e].cand_g = g2
+                self.ex[e].cand_h = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+                self.ex[e].cand_idx = <int>(ye * self.P + s)
                 return
-        self.cand_idx[e] = -1
+        self.ex[e].cand_idx = -1
 
     cdef void _find_max(self) noexcept nogil:
         """The largest violation over the working set (exact: a stale example, whose
@@ -755,23 +776,23 @@ cdef class S2DOState:
         cdef double best = -1.0
         for t in range(self.n_work):   # exact values first ...
             e = self.work_idx[t]
-            if self.viol[e] > best and not (self.fast and self.stale[e]):
-                best = self.viol[e]
+            if self.ex[e].viol > best and not (self.fast and self.ex[e].stale):
+                best = self.ex[e].viol
                 best_e = e
         if self.fast:
             for t in range(self.n_work):   # ... then the bounds that beat them
                 e = self.work_idx[t]
-                if self.stale[e] and self.viol[e] > best:
+                if self.ex[e].stale and self.ex[e].viol > best:
                     self._rescan(e)
                     self._fast_violation(e)
-                    if self.viol[e] > best or (self.viol[e] == best and e < best_e):
-                        best = self.viol[e]
+                    if self.ex[e].viol > best or (self.ex[e].viol == best and e < best_e):
+                        best = self.ex[e].viol
                         best_e = e
         self.max_violation = best if best > 0 else 0.0
         self.next_i = best_e if best > 0 else -1
         if self.next_i >= 0:
-            self.next_p = self.wp[best_e]
-            self.next_q = self.wq[best_e]
+            self.next_p = self.ex[best_e].wp
+            self.next_q = self.ex[best_e].wq
 
     # ----------------------------------------------------------- initialise
     cdef void _initialise(self) noexcept nogil:
@@ -794,7 +815,7 @@ cdef class S2DOState:
         if not self.shrunk_stale:
             return
         for e in range(self.m):
-            if not self.inwork[e]:
+            if not self.ex[e].inwork:
                 for c in range(self.Q):
                     self.F[e, c] = 0.0
                 self.S[e] = 0.0
@@ -843,7 +864,7 @@ cdef class S2DOState:
         """F_e += β_i K'(x_i, x_e) on β_i's non-zero columns, S_e += tot·K'(x_i, x_e)."""
         cdef int k, c
         cdef double kv = Ki[e]
-        if shrunk_only and self.inwork[e]:
+        if shrunk_only and self.ex[e].inwork:
             return
         if e == i:
             kv = kv + self.shift
@@ -866,7 +887,7 @@ cdef class S2DOState:
         self.fetch_viol[0] = INFINITY
         for t in range(self.n_work):   # insertion into the top PREFETCH by violation
             x = self.work_idx[t]
-            v = self.viol[x]
+            v = self.ex[x].viol
             if v <= 0 or x == e or (n == PREFETCH and v <= self.fetch_viol[n - 1]) \
                     or self.kc.cached(x):
                 continue
@@ -958,7 +979,7 @@ cdef class S2DOState:
         cdef int t = self.nblk, u
         self.blk[t] = e
         self.brow[t] = row
-        self.bslot[e] = t
+        self.ex[e].bslot = t
         for u in range(t):
             self.bK[t * BLOCK_MAX + u] = row[self.blk[u]]
             self.bK[u * BLOCK_MAX + t] = row[self.blk[u]]
@@ -975,12 +996,12 @@ cdef class S2DOState:
                 b[self.dcols[t * self.Q + j]] = 0.0
             self.ncols[t] = 0
             self.dS[t] = 0.0
-            self.bslot[self.blk[t]] = -1
+            self.ex[self.blk[t]].bslot = -1
         self.nblk = 0
 
     cdef inline double _kblock(self, Py_ssize_t e, Py_ssize_t f) noexcept nogil:
         """K'(x_e, x_f) for two examples of the block."""
-        return self.bK[self.bslot[e] * BLOCK_MAX + self.bslot[f]]
+        return self.bK[self.ex[e].bslot * BLOCK_MAX + self.ex[f].bslot]
 
     cdef void _solve_block(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k,
                            Py_ssize_t q) noexcept nogil:
@@ -1007,7 +1028,7 @@ cdef class S2DOState:
                 x = self.lead[t]
                 if self.nblk >= self.block_size:
                     break
-                if self.bslot[x] < 0 and self.inwork[x] and self.kc.cached(x):
+                if self.ex[x].bslot < 0 and self.ex[x].inwork and self.kc.cached(x):
                     self._open_block(x, self.kc.row_ptr(x))
         for n in range(BLOCK_STEPS * self.P * self.nblk if self.block_steps else 1):
             if n > 0:
@@ -1020,8 +1041,8 @@ cdef class S2DOState:
                         e1 = self.blk[t]
                 if v <= stop:
                     break
-                p = self.wp[e1]
-                q = self.wq[e1]
+                p = self.ex[e1].wp
+                q = self.ex[e1].wq
                 e2 = e1
                 if q < 0:
                     e2 = -1
@@ -1133,7 +1154,7 @@ cdef class S2DOState:
         (with the list of its changed columns), and its effect on the block's rows of
         F and S."""
         cdef Py_ssize_t y = self.y[e], Q = self.Q
-        cdef int k, c, t, slot = self.bslot[e]
+        cdef int k, c, t, slot = self.ex[e].bslot
         cdef double v, kv
         cdef int* cols = self.dcols + slot * Q
         cdef const double* Krow = &self.bK[slot * BLOCK_MAX]
@@ -1193,19 +1214,17 @@ cdef class S2DOState:
         cdef const double* Ki = self.pKi
         cdef const double* Mrow = self.sMrow
         cdef const Py_ssize_t* work = &self.work_idx[0]
-        cdef const int* cidx = &self.cand_idx[0]
-        cdef const double* cg = &self.cand_g[0]
-        cdef const double* ch = &self.cand_h[0]
+        cdef const Example* ex = self.ex
         cdef int c
         if t1 > self.n_work:
             t1 = self.n_work
         for t in range(b * CHUNK, t1):
             e = work[t]
             if e != i:
-                c = cidx[e]
+                c = ex[e].cand_idx
                 if c < 0:
                     continue
-                gn = _gain(g1, cg[e], h11, Mrow[c] * Ki[e], ch[e])
+                gn = _gain(g1, ex[e].cand_g, h11, Mrow[c] * Ki[e], ex[e].cand_h)
                 if gn > best:
                     best = gn
                     bk = e
@@ -1224,7 +1243,7 @@ cdef class S2DOState:
         if it is in the working set, its σ, extremes and violation; each chunk
         reports its largest violation.
         """
-        cdef Py_ssize_t b, Q = self.Q, n_chunks = (self.m + CHUNK - 1) // CHUNK
+        cdef Py_ssize_t b, Q = self.Q, n_chunks
         cdef int j, t, u, c, n = 0, nc = 0
         cdef Py_ssize_t best_e = -1
         cdef double best = 0.0, d
@@ -1247,8 +1266,12 @@ cdef class S2DOState:
                     n += 1
         self.pstart[nc] = n
         self.pnc = nc
-        if self.defer_shrunk and self.n_work < self.m and nc > 0:
+        # With deferred scores the pass visits the working set only (its positions
+        # are chunked), else every example.
+        self.pass_work = self.defer_shrunk and self.n_work < self.m
+        if self.pass_work and nc > 0:
             self.shrunk_stale = True
+        n_chunks = ((self.n_work if self.pass_work else self.m) + CHUNK - 1) // CHUNK
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
         self.cold_below = LAZY_FRACTION * self.max_violation if self.lazy_on else -1.0
@@ -1268,10 +1291,10 @@ cdef class S2DOState:
             # Insertion into the leaders, most violating first (block candidates).
             if self.n_lead < self.block_size:
                 self.n_lead += 1
-            elif self.cbest[b] <= self.viol[self.lead[self.n_lead - 1]]:
+            elif self.cbest[b] <= self.ex[self.lead[self.n_lead - 1]].viol:
                 continue
             u = self.n_lead - 1
-            while u > 0 and self.viol[self.lead[u - 1]] < self.cbest[b]:
+            while u > 0 and self.ex[self.lead[u - 1]].viol < self.cbest[b]:
                 self.lead[u] = self.lead[u - 1]
                 u -= 1
             self.lead[u] = self.cidx[b]
@@ -1283,18 +1306,19 @@ cdef class S2DOState:
         self.max_violation = best
         self.next_i = best_e
         if best_e >= 0:
-            self.next_p = self.wp[best_e]
-            self.next_q = self.wq[best_e]
+            self.next_p = self.ex[best_e].wp
+            self.next_q = self.ex[best_e].wq
 
     cdef void _pass_chunk(self, Py_ssize_t b) noexcept nogil:
-        """Examples [b·CHUNK, (b+1)·CHUNK) of the pass of :meth:`_fast_update`.
+        """Examples [b·CHUNK, (b+1)·CHUNK) (or those positions of the working set) of
+        the pass of :meth:`_fast_update`.
 
         Written with raw pointers and the slot logic inlined: this loop is the
         solver's hot spot.  Touches only rows of its own examples (thread-safe).
         """
         cdef Py_ssize_t e, y, s, best_e = -1, au, ad, aa
         cdef Py_ssize_t P = self.P, Q = self.Q
-        cdef Py_ssize_t e1 = (b + 1) * CHUNK
+        cdef Py_ssize_t e1 = (b + 1) * CHUNK, t_work
         cdef int j, k, t, nc = self.pnc, nb = self.nblk
         cdef double best = 0.0, v, h, hu, hd, ha, dmax, ub, dS, d
         cdef double kt[BLOCK_MAX]     # K(x_t, x_e) for the block's rows t
@@ -1304,45 +1328,33 @@ cdef class S2DOState:
         cdef long long n_cold = 0, n_rescan = 0
         cdef mask_t up, pos, bit
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
-        cdef bint rescan_all = self.prescan_all, defer = self.defer_shrunk
+        cdef bint rescan_all = self.prescan_all, by_work = self.pass_work
+        cdef const Py_ssize_t* work = &self.work_idx[0]
         cdef const int* cc = self.pcol
         cdef const double* w = self.pw
         cdef const double* dSb = &self.dS[0]
         cdef const double** rows = &self.brow[0]
-        cdef const int* bslot = &self.bslot[0]
         cdef double* F = &self.F[0, 0]
         cdef double* Fe
+        cdef Example* ex = self.ex
         cdef double* S = &self.S[0]
-        cdef const unsigned char* inwork = &self.inwork[0]
-        cdef const mask_t* upmask = &self.upmask[0]
-        cdef const mask_t* posmask = &self.posmask[0]
         cdef const mask_t* actmask = &self.actmask[0]
         cdef const double* gam = &self.gamma[0, 0]
         cdef const int* ucnt = &self.u_cnt[0]
         cdef const int* ucol = &self.u_col[0, 0]
         cdef const double* uval = &self.u_val[0, 0]
         cdef const double* kap = &self.kappa[0]
-        cdef const Py_ssize_t* yv = &self.y[0]
-        cdef double* sigma = &self.sigma[0]
-        cdef double* hup = &self.hup[0]
-        cdef double* hdn = &self.hdn[0]
-        cdef double* hall = &self.hall[0]
-        cdef double* viol = &self.viol[0]
-        cdef Py_ssize_t* aup = &self.aup[0]
-        cdef Py_ssize_t* adn = &self.adn[0]
-        cdef Py_ssize_t* aall = &self.aall[0]
-        cdef unsigned char* stale = &self.stale[0]
-        cdef int* cidx = &self.cand_idx[0]
-        if e1 > self.m:
+        if by_work and e1 > self.n_work:
+            e1 = self.n_work
+        elif e1 > self.m:
             e1 = self.m
-        for e in range(b * CHUNK, e1):
-            if defer and not inwork[e]:
-                continue
+        for t_work in range(b * CHUNK, e1):
+            e = work[t_work] if by_work else t_work
             # F_e += Σ_t Δβ_t K(x_t, x_e) over the block's rows t, on the changed
             # columns (the block's own rows are up to date already: _solve_block).
             Fe = F + e * Q
             dmax = 0.0
-            if bslot[e] < 0:
+            if ex[e].bslot < 0:
                 dS = 0.0
                 for t in range(nb):
                     kt[t] = rows[t][e]
@@ -1356,44 +1368,44 @@ cdef class S2DOState:
                         dmax = fabs(d)
                 if centred:
                     S[e] += dS
-            if not inwork[e]:
+            if not ex[e].inwork:
                 continue
-            y = yv[e]
+            y = ex[e].y
             v = 0.0
             for j in range(ucnt[y]):
                 v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
             if centred:
                 v -= kap[y] * S[e]
-            if bslot[e] < 0:
+            if ex[e].bslot < 0:
                 # Each gradient moved by at most |Δσ| + dmax, each pair difference by
                 # 2 dmax: viol[e] plus that bounds the new violation.
-                ub = fabs(v - sigma[e]) + dmax
+                ub = fabs(v - ex[e].sigma) + dmax
                 if max_loss and 2 * dmax > ub:
                     ub = 2 * dmax
-                ub += viol[e]
+                ub += ex[e].viol
                 if ub <= cold_below:
                     # Cold: far below the largest violation, made exact when it comes
                     # near it; its offer holds an old gradient, so it is withdrawn.
                     n_cold += 1
-                    sigma[e] = v
-                    viol[e] = ub
-                    stale[e] = COLD
-                    cidx[e] = -1
+                    ex[e].sigma = v
+                    ex[e].viol = ub
+                    ex[e].stale = COLD
+                    ex[e].cand_idx = -1
                     continue
-            sigma[e] = v
-            if bslot[e] >= 0 or rescan_all or stale[e] == COLD:
-                n_rescan += stale[e] == COLD
+            ex[e].sigma = v
+            if ex[e].bslot >= 0 or rescan_all or ex[e].stale == COLD:
+                n_rescan += ex[e].stale == COLD
                 self._rescan(e)
             else:
-                dirty = stale[e]
-                hu = hup[e]
-                hd = hdn[e]
-                ha = hall[e]
-                au = aup[e]
-                ad = adn[e]
-                aa = aall[e]
-                up = upmask[e]
-                pos = posmask[e]
+                dirty = ex[e].stale
+                hu = ex[e].hup
+                hd = ex[e].hdn
+                ha = ex[e].hall
+                au = ex[e].aup
+                ad = ex[e].adn
+                aa = ex[e].aall
+                up = ex[e].upmask
+                pos = ex[e].posmask
                 for j in range(nc):
                     s = cc[j]
                     bit = (<mask_t>1) << s
@@ -1419,21 +1431,21 @@ cdef class S2DOState:
                         elif aa == s:
                             dirty = True
                 # An extreme whose slot moved away is kept at its old value: a
-                # bound, so viol[e] is an upper bound while the example is stale.
-                hup[e] = hu
-                hdn[e] = hd
-                hall[e] = ha
-                aup[e] = au
-                adn[e] = ad
-                aall[e] = aa
-                stale[e] = BOUND if dirty else 0
+                # bound, so ex[e].viol is an upper bound while the example is stale.
+                ex[e].hup = hu
+                ex[e].hdn = hd
+                ex[e].hall = ha
+                ex[e].aup = au
+                ex[e].adn = ad
+                ex[e].aall = aa
+                ex[e].stale = BOUND if dirty else 0
             self._fast_violation(e)
-            v = viol[e]
-            if v > best and stale[e]:
+            v = ex[e].viol
+            if v > best and ex[e].stale:
                 # Only an example that would lead its chunk is made exact (lazy rescans).
                 self._rescan(e)
                 self._fast_violation(e)
-                v = viol[e]
+                v = ex[e].viol
             if v > best:
                 best = v
                 best_e = e
@@ -1490,11 +1502,11 @@ cdef class S2DOState:
             c = cols[j]
             d = b[c]
             for e in range(m):
-                if self.bslot[e] < 0:
+                if self.ex[e].bslot < 0:
                     self.F[e, c] += d * Kr[e]
         if self.centred and dS != 0:
             for e in range(m):
-                if self.bslot[e] < 0:
+                if self.ex[e].bslot < 0:
                     self.S[e] += dS * Kr[e]
 
     # ------------------------------------------------------------ shrinking
@@ -1508,27 +1520,27 @@ cdef class S2DOState:
             margin = self.max_violation
         for t in range(self.n_work):
             e = self.work_idx[t]
-            if self.fast and self.stale[e]:
+            if self.fast and self.ex[e].stale:
                 self._rescan(e)
                 self._fast_violation(e)
-            if self.viol[e] > 0 or self._near(e, margin):
+            if self.ex[e].viol > 0 or self._near(e, margin):
                 self.work_idx[n] = e
                 n += 1
             else:
-                self.inwork[e] = 0
+                self.ex[e].inwork = 0
         self.n_work = n
 
     cdef bint _near(self, Py_ssize_t e, double margin) noexcept nogil:
         """Whether a variable of e (exact extremes) is within margin of violating."""
-        cdef Py_ssize_t ad = self.adn[e]
+        cdef Py_ssize_t ad = self.ex[e].adn
         if not self.fast:
             return self._violation(e, margin) > 0
-        if self.aup[e] >= 0 and -self.sigma[e] - self.hup[e] + margin > 0:
+        if self.ex[e].aup >= 0 and -self.ex[e].sigma - self.ex[e].hup + margin > 0:
             return True
         if ad >= 0:
-            if self.sigma[e] + self.hdn[e] + margin > 0:
+            if self.ex[e].sigma + self.ex[e].hdn + margin > 0:
                 return True
-            if self.max_loss and self.hdn[e] - self._lowest_h_but(e, ad) + margin > 0:
+            if self.max_loss and self.ex[e].hdn - self._lowest_h_but(e, ad) + margin > 0:
                 return True
         return False
 
@@ -1539,8 +1551,8 @@ cdef class S2DOState:
         kept ~10 700 of 15 000 examples in its working set to the end.)"""
         cdef Py_ssize_t y = self.y[e], s
         cdef double h, low = INFINITY
-        if self.aall[e] != skip:
-            return self.hall[e]
+        if self.ex[e].aall != skip:
+            return self.ex[e].hall
         for s in range(self.P):
             if s != skip and self.active[y, s]:
                 h = -self.F[e, s] - self.gamma[y, s]
@@ -1553,7 +1565,7 @@ cdef class S2DOState:
         self._rebuild_shrunk()
         for e in range(self.m):
             self.work_idx[e] = e
-            self.inwork[e] = 1
+            self.ex[e].inwork = 1
             self._refresh(e)
         self.n_work = self.m
         self.n_unshrink += 1
@@ -1690,8 +1702,20 @@ cdef class S2DOState:
 
     def _debug_state(self):
         """Cached per-example quantities (for tests and debugging)."""
-        return {name: np.array(arr) for name, arr in (
-            ("viol", self.viol), ("wp", self.wp), ("wq", self.wq), ("sigma", self.sigma),
-            ("hup", self.hup), ("hdn", self.hdn), ("hall", self.hall), ("aup", self.aup),
-            ("adn", self.adn), ("aall", self.aall), ("stale", self.stale), ("F", self.F),
-            ("gsum", self.gsum), ("inwork", self.inwork))}
+        cdef Py_ssize_t e
+        state = {name: np.empty(self.m, dtype=dtype) for name, dtype in (
+            ("viol", float), ("wp", np.intp), ("wq", np.intp), ("sigma", float),
+            ("hup", float), ("hdn", float), ("hall", float), ("aup", np.intp),
+            ("adn", np.intp), ("aall", np.intp), ("stale", np.uint8), ("inwork", np.uint8))}
+        for e in range(self.m):
+            for name, value in (
+                    ("viol", self.ex[e].viol), ("wp", self.ex[e].wp), ("wq", self.ex[e].wq),
+                    ("sigma", self.ex[e].sigma), ("hup", self.ex[e].hup),
+                    ("hdn", self.ex[e].hdn), ("hall", self.ex[e].hall),
+                    ("aup", self.ex[e].aup), ("adn", self.ex[e].adn),
+                    ("aall", self.ex[e].aall), ("stale", self.ex[e].stale),
+                    ("inwork", self.ex[e].inwork)):
+                state[name][e] = value
+        state["F"] = np.array(self.F)
+        state["gsum"] = np.array(self.gsum)
+        return state
