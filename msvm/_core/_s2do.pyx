@@ -391,6 +391,7 @@ cdef class S2DOState:
     cdef double* pw         # BLOCK_MAX × Q
     cdef const double* pKi
     cdef bint prescan_all
+    # The first variable of the second-variable search (_first_variable).
     cdef Py_ssize_t si, sp
     cdef double sg1, sh11, sKii
     cdef const double* sMrow
@@ -724,39 +725,63 @@ cdef class S2DOState:
         self.ex[e].aall = aa
         self.ex[e].stale = 0
 
+    cdef inline double _fast_best(self, Py_ssize_t e, double margin, Py_ssize_t* bp,
+                                  Py_ssize_t* bq) noexcept nogil:
+        """Largest violation of e from σ_e and the cached extremes, and its slot(s)
+        (bq ≥ 0: a pair of the max-loss slack group), as in :meth:`_violation`:
+        −g of a slot that may increase (−σ − hup), g of a slot with α > 0 (σ + hdn),
+        and the move of mass from the highest positive slot to the lowest other one.
+        With margin > 0, violations + margin (shrinking's 'near' test)."""
+        cdef double v = 0.0, w, low
+        cdef double sg = self.ex[e].sigma, hd = self.ex[e].hdn
+        cdef Py_ssize_t ad = self.ex[e].adn, low_slot
+        bp[0] = -1
+        bq[0] = -1
+        if self.ex[e].aup >= 0 and margin - sg - self.ex[e].hup > v:
+            v = margin - sg - self.ex[e].hup
+            bp[0] = self.ex[e].aup
+        if ad < 0:
+            return v
+        if sg + hd + margin > v:
+            v = sg + hd + margin
+            bp[0] = ad
+        if not self.max_loss:
+            return v
+        # (Stale extremes may name the same slot with different values: still a bound.)
+        if self.ex[e].aall != ad or self.ex[e].stale:
+            low = self.ex[e].hall
+            low_slot = self.ex[e].aall
+        elif margin > 0:
+            low = self._lowest_h_but(e, ad)
+            low_slot = -1
+        else:
+            return v        # the positive slot is the lowest: no move of mass violates
+        w = hd - low + margin
+        if w > v:
+            v = w
+            bp[0] = ad
+            bq[0] = low_slot
+        return v
+
     cdef inline void _fast_violation(self, Py_ssize_t e) noexcept nogil:
         """viol[e] and its slot(s) from σ_e and the cached extremes; then e's offer."""
-        cdef double v = 0.0, w, sg = self.ex[e].sigma, hu = self.ex[e].hup, hd = self.ex[e].hdn
-        cdef Py_ssize_t bp = -1, bq = -1, au = self.ex[e].aup, ad = self.ex[e].adn, s = -1
-        cdef Py_ssize_t ye = self.y[e]
+        cdef double sg = self.ex[e].sigma, g2
+        cdef Py_ssize_t bp, bq, s = -1, ye = self.y[e]
         cdef bint stale = self.ex[e].stale
-        cdef double vu = -INFINITY, vd = -INFINITY, g2
+        cdef double vu = -INFINITY, vd = -INFINITY
         cdef mask_t bit
-        if au >= 0:
-            vu = -sg - hu
-            if vu > v:
-                v = vu
-                bp = au
-        if ad >= 0:
-            vd = sg + hd
-            if vd > v:
-                v = vd
-                bp = ad
-            # (Stale extremes may name the same slot with different values: still a bound.)
-            if self.max_loss and (self.ex[e].aall != ad or stale):
-                w = hd - self.ex[e].hall
-                if w > v:
-                    v = w
-                    bp = ad
-                    bq = self.ex[e].aall
-        self.ex[e].viol = v
+        self.ex[e].viol = self._fast_best(e, 0.0, &bp, &bq)
         self.ex[e].wp = bp
         self.ex[e].wq = bq
         # e's offer as second variable: its most violating single slot.
+        if self.ex[e].aup >= 0:
+            vu = -sg - self.ex[e].hup
+        if self.ex[e].adn >= 0:
+            vd = sg + self.ex[e].hdn
         if vu > 0 and vu >= vd:
-            s = au
+            s = self.ex[e].aup
         elif vd > 0:
-            s = ad
+            s = self.ex[e].adn
         if s >= 0:
             g2 = sg - self.F[e, s] - self.gamma[ye, s]
             bit = (<mask_t>1) << s
@@ -907,9 +932,7 @@ cdef class S2DOState:
         cdef Py_ssize_t i = self.next_i, p = self.next_p, k = -1, q = -1
         cdef Py_ssize_t e, t
         cdef const double* Ki = NULL
-        cdef const double* Kk = NULL
         cdef double best_gain = -1.0
-        cdef double Kii = self.kdiag[i] + self.shift
 
         self._fetch(i)
         if self.next_q >= 0:
@@ -921,9 +944,10 @@ cdef class S2DOState:
             if self.fast:
                 self._select_fast(i, p, Ki, &k, &q)
             else:
+                self._first_variable(i, p)
                 for t in range(self.n_work):
                     e = self.work_idx[t]
-                    self._partner_in(e, i, p, Kii if e == i else Ki[e], &best_gain, &k, &q)
+                    self._partner_in(e, self.sKii if e == i else Ki[e], &best_gain, &k, &q)
         if k >= 0 and k != i:
             self._fetch(k)
         Ki = self.kc.row_ptr(i)
@@ -942,16 +966,27 @@ cdef class S2DOState:
         self._close_block()
         self.n_iter += 1
 
-    cdef void _partner_in(self, Py_ssize_t e, Py_ssize_t i, Py_ssize_t p, double kie,
-                          double* best_gain, Py_ssize_t* k, Py_ssize_t* q) noexcept nogil:
+    cdef void _first_variable(self, Py_ssize_t i, Py_ssize_t p) noexcept nogil:
+        """Keep the numbers of the first variable (i, p) that the second-variable
+        search reads: its gradient, K'_ii, its H diagonal and its row of M."""
+        self.si = i
+        self.sp = p
+        self.sg1 = self._grad(i, p)
+        self.sKii = self.kdiag[i] + self.shift
+        self.sh11 = self.Mdiag[self.y[i], p] * self.sKii
+        self.sMrow = &self.M[self.y[i] * self.P + p, 0]
+
+    cdef void _partner_in(self, Py_ssize_t e, double kie, double* best_gain, Py_ssize_t* k,
+                          Py_ssize_t* q) noexcept nogil:
         """Algorithm 4 over the variables of example e (exact gradients, any machine):
-        the best second variable for (i, p) among them, if its gain beats best_gain."""
-        cdef Py_ssize_t yi = self.y[i], ye = self.y[e], s, P = self.P
-        cdef int r1 = self.slack[yi, p], r2
-        cdef double g1 = self._grad(i, p), g2, gn, h22, a
-        cdef double h11 = self.Mdiag[yi, p] * (self.kdiag[i] + self.shift)
+        the best second variable for the first one (:meth:`_first_variable`; kie =
+        K'(x_i, x_e)) among them, if its gain beats best_gain."""
+        cdef Py_ssize_t i = self.si, p = self.sp, ye = self.y[e], s, P = self.P
+        cdef int r1 = self.slack[self.y[i], p], r2
+        cdef double g1 = self.sg1, g2, gn, h22, a
+        cdef double h11 = self.sh11
         cdef double lim = self.C - self.eps_cap
-        cdef const double* Mrow = &self.M[yi * P + p, 0]
+        cdef const double* Mrow = self.sMrow
         cdef bint movable
         for s in range(P):
             if not self.active[ye, s] or (e == i and s == p):
@@ -1047,9 +1082,10 @@ cdef class S2DOState:
                 if q < 0:
                     e2 = -1
                     best_gain = -1.0
+                    self._first_variable(e1, p)
                     for t in range(self.nblk):
                         x = self.blk[t]
-                        self._partner_in(x, e1, p, self._kblock(e1, x), &best_gain, &e2, &q)
+                        self._partner_in(x, self._kblock(e1, x), &best_gain, &e2, &q)
             self._move(e1, p, e2, q)
             self.n_steps += 1
 
@@ -1178,14 +1214,9 @@ cdef class S2DOState:
     cdef void _select_fast(self, Py_ssize_t i, Py_ssize_t p, const double* Ki,
                            Py_ssize_t* k, Py_ssize_t* q) noexcept nogil:
         """Second variable of the fast path: best gain over the chunks of the working set."""
-        cdef Py_ssize_t b, n_chunks = (self.n_work + CHUNK - 1) // CHUNK, yi = self.y[i]
+        cdef Py_ssize_t b, n_chunks = (self.n_work + CHUNK - 1) // CHUNK
         cdef double best = -1.0
-        self.si = i
-        self.sp = p
-        self.sg1 = self._grad(i, p)
-        self.sKii = self.kdiag[i] + self.shift
-        self.sh11 = self.Mdiag[yi, p] * self.sKii
-        self.sMrow = &self.M[yi * self.P + p, 0]
+        self._first_variable(i, p)
         self.pKi = Ki
         if self.cur_threads > 1 and n_chunks > 1:
             for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
@@ -1230,7 +1261,7 @@ cdef class S2DOState:
                     bk = e
                     bq = c % P
                 continue
-            self._partner_in(i, i, p, self.sKii, &best, &bk, &bq)
+            self._partner_in(i, self.sKii, &best, &bk, &bq)
         self.cbest[b] = best
         self.cidx[b] = bk
         self.cslot[b] = bq
@@ -1532,27 +1563,18 @@ cdef class S2DOState:
 
     cdef bint _near(self, Py_ssize_t e, double margin) noexcept nogil:
         """Whether a variable of e (exact extremes) is within margin of violating."""
-        cdef Py_ssize_t ad = self.ex[e].adn
+        cdef Py_ssize_t bp, bq
         if not self.fast:
             return self._violation(e, margin) > 0
-        if self.ex[e].aup >= 0 and -self.ex[e].sigma - self.ex[e].hup + margin > 0:
-            return True
-        if ad >= 0:
-            if self.ex[e].sigma + self.ex[e].hdn + margin > 0:
-                return True
-            if self.max_loss and self.ex[e].hdn - self._lowest_h_but(e, ad) + margin > 0:
-                return True
-        return False
+        return self._fast_best(e, margin, &bp, &bq) > 0
 
     cdef double _lowest_h_but(self, Py_ssize_t e, Py_ssize_t skip) noexcept nogil:
-        """min of h_es over e's slots s other than skip: the other end of a move of
-        mass from slot skip.  (When skip is the lowest slot itself, hdn − hall = 0
-        would count every support vector of a max-loss machine as near: letter-cs
-        kept ~10 700 of 15 000 examples in its working set to the end.)"""
+        """min of h_es over e's slots s other than skip (skip being the lowest): the
+        other end of a move of mass from slot skip.  (hdn − hall = 0 instead would
+        count every support vector of a max-loss machine as near: letter-cs kept
+        ~10 700 of 15 000 examples in its working set to the end.)"""
         cdef Py_ssize_t y = self.y[e], s
         cdef double h, low = INFINITY
-        if self.ex[e].aall != skip:
-            return self.ex[e].hall
         for s in range(self.P):
             if s != skip and self.active[y, s]:
                 h = -self.F[e, s] - self.gamma[y, s]
