@@ -164,9 +164,6 @@ cimport cython
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport malloc, free
-
-cdef extern from "stdlib.h" nogil:
-    void* aligned_alloc(size_t alignment, size_t size)
 from libc.string cimport memset
 
 from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
@@ -345,6 +342,7 @@ cdef class S2DOState:
     cdef const mask_t[::1] actmask
     # Per example, everything a pass reads (see Example).
     cdef Example* ex
+    cdef void* ex_block     # the allocation ex lies in (aligned on a cache line)
 
     # The block (see _solve_block): its examples, their Gram rows, K' among them
     # (BLOCK_MAX × BLOCK_MAX) and per block example its row of β deltas with the
@@ -418,6 +416,7 @@ cdef class S2DOState:
 
     def __cinit__(self, *args, **kwargs):
         self.ex = NULL
+        self.ex_block = NULL
         self.dbeta = NULL
         self.dcols = NULL
         self.gdown = NULL
@@ -437,7 +436,7 @@ cdef class S2DOState:
         self.fetch_viol = NULL
 
     def __dealloc__(self):
-        free(self.ex)
+        free(self.ex_block)
         free(self.dbeta)
         free(self.dcols)
         free(self.gdown)
@@ -558,12 +557,13 @@ cdef class S2DOState:
 
     cdef void _allocate_examples(self) except *:
         cdef Py_ssize_t e
-        # 128 bytes: the records stay aligned on cache lines (aligned_alloc's size
-        # must be a multiple of the alignment).
+        # Two whole cache lines per record (malloc + rounding up: aligned_alloc and
+        # posix_memalign are not everywhere).
         assert sizeof(Example) == 128
-        self.ex = <Example*>aligned_alloc(64, (self.m if self.m > 0 else 1) * sizeof(Example))
-        if self.ex == NULL:
+        self.ex_block = malloc(self.m * sizeof(Example) + 64)
+        if self.ex_block == NULL:
             raise MemoryError()
+        self.ex = <Example*>((<size_t>self.ex_block + 63) & ~(<size_t>63))
         memset(self.ex, 0, self.m * sizeof(Example))
         for e in range(self.m):
             self.ex[e].aup = self.ex[e].adn = self.ex[e].aall = -1
