@@ -191,6 +191,38 @@ def test_shrunk_examples_scores_wait(model):
     assert checked > 0 and shrunk_sv, (checked, shrunk_sv)
 
 
+@pytest.mark.parametrize("model", ["ww", "cs", "llw"])
+def test_focus_parks_and_catches_up(model):
+    """Focus: the most violating examples are solved alone while the rest of the
+    working set waits; when the focus ends, the parked examples' scores are caught
+    up from the changes of β, so between runs the kept scores and objective are
+    exact, and the solution is the same optimum."""
+    from msvm._core._s2do import S2DOState
+    from msvm.solvers.s2do import _fast_tables, _tables
+
+    name, X, y, C = CASES[7]
+    problem = make_problem(model, X, y, C=C)
+    results = []
+    for focus_size in (0, len(y) // 8):
+        alpha = problem.zeros()
+        tables = _tables(problem)
+        state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
+                          shift=problem.kernel_shift, tol=TOL,
+                          centred=problem.machine.sum_to_zero, shrinking=True,
+                          fast=_fast_tables(problem, tables), **tables)
+        state.lazy = False            # focus only while cold visits are off
+        state.block_steps = True
+        state.focus_size = focus_size
+        while state.run(7, 1e9) != 0:
+            exact = problem.objective(alpha)
+            assert abs(state.objective() - exact) <= 1e-9 * abs(exact), name
+            F = problem.scores(problem.beta(alpha))
+            assert np.abs(state.scores() - F).max() <= 1e-9 * np.abs(F).max(), name
+        assert (state.n_focus > 0) == (focus_size > 0), (name, state.n_focus)
+        results.append(problem.objective(alpha))
+    assert abs(results[1] - results[0]) <= 1e-6 * abs(results[0]), results
+
+
 @pytest.mark.parametrize("model", ["llw", "cs"])
 def test_block_steps_save_passes(model):
     """Block steps: several 2-D steps per pass over the examples, fewer passes in all,

@@ -157,6 +157,18 @@ cache line per field and visit; letter-ww 56.4 s → 48.4 s on one thread,
 with the working-set positions.)  When the working set looks
 converged, every example is unshrunk and the full KKT check decides.
 
+Focus (a two-level working set, fast path with every Gram row cached): while
+cold visits are paused (they do not pay, as on letter) and the working set
+holds at least 4·FOCUS_SIZE examples, its FOCUS_SIZE (1024) most violating
+examples are solved alone -- the passes visit only them -- until their largest
+violation has fallen to half its value at the start; then the rest of the
+working set, *parked* meanwhile, gets the focus's β changes (one Gram row per
+changed example, as ``_rebuild_shrunk`` but from the changes only) and is
+refreshed, and one iteration runs over the whole working set before the next
+focus.  A pass costs O(focus) instead of O(working set): letter-ww 28.1 s →
+21.0 s, letter-cs 34.5 s → 24.8 s on 2 threads; usps and mnist10k, where cold
+visits pay, do not focus (same iterates).
+
 Stopping: max violation ≤ tol over all examples.  Variables within
 1e-14·C of zero are snapped to zero and group sums within 1e-12·C of C count
 as full (both far inside the 1e-8·C tolerances of the diagnostics, so the
@@ -167,7 +179,7 @@ cimport cython
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
 from msvm._core._steps cimport _gain, _now, _solve_2d
@@ -193,6 +205,12 @@ cdef double LAZY_FRACTION = 0.97
 cdef long long LAZY_WINDOW = 256
 cdef long long LAZY_OFF = 2048
 
+# Focus (see S2DOState._enter_focus): examples solved alone while cold visits are
+# paused and the working set holds at least 4 times as many, until their largest
+# violation is FOCUS_FRACTION of its value at the start.
+cdef int FOCUS_SIZE = 1024
+cdef double FOCUS_FRACTION = 0.5
+
 # Rows requested from the cache's prefetch at a miss (the missing one and the
 # most violating examples whose rows are not cached yet).
 cdef Py_ssize_t PREFETCH = 16
@@ -215,6 +233,10 @@ MAX_BLOCK_SIZE = BLOCK_MAX
 cdef enum:
     BOUND = 1
     COLD = 2
+
+# Example.inwork: 1 in the working set, 0 shrunk, PARKED outside the focus.
+cdef enum:
+    PARKED = 2
 
 # Return codes of run().
 cdef enum:
@@ -269,6 +291,34 @@ cdef inline int _position(const int* a, int n, int v) noexcept nogil:
         if a[j] == v:
             return j
     return n
+
+
+cdef double _kth_largest(double* v, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """The k-th largest of v[0..n) (1 <= k <= n; v is reordered): quickselect."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j, want = k - 1
+    cdef double pivot, x
+    while lo < hi:
+        pivot = v[(lo + hi) // 2]
+        i = lo
+        j = hi
+        while i <= j:
+            while v[i] > pivot:
+                i += 1
+            while v[j] < pivot:
+                j -= 1
+            if i <= j:
+                x = v[i]
+                v[i] = v[j]
+                v[j] = x
+                i += 1
+                j -= 1
+        if want <= j:
+            hi = j
+        elif want >= i:
+            lo = i
+        else:
+            break
+    return v[want]
 
 
 @cython.final
@@ -413,6 +463,19 @@ cdef class S2DOState:
     cdef bint defer_shrunk
     cdef bint shrunk_stale
     cdef bint pass_work       # this pass visits the working set only
+    # Focus (see _enter_focus): the working set's most violating examples are
+    # solved alone; the rest of it is parked (inwork = PARKED).  focus_size = 0
+    # turns it off.
+    cdef public int focus_size
+    cdef public double focus_fraction
+    cdef bint focus_on
+    cdef Py_ssize_t* saved_work
+    cdef Py_ssize_t n_saved
+    cdef double* alpha0
+    cdef double focus_target
+    cdef long long focus_left_at
+    cdef readonly long long n_focus
+    cdef double* vsort
     # J(α), exact when computed from F, then changed by each step's exact ΔJ (what
     # objective() returns while shrunk examples' scores wait).
     cdef double tracked_J
@@ -420,6 +483,9 @@ cdef class S2DOState:
     def __cinit__(self, *args, **kwargs):
         self.ex = NULL
         self.ex_block = NULL
+        self.saved_work = NULL
+        self.alpha0 = NULL
+        self.vsort = NULL
         self.dbeta = NULL
         self.dcols = NULL
         self.gdown = NULL
@@ -440,6 +506,9 @@ cdef class S2DOState:
 
     def __dealloc__(self):
         free(self.ex_block)
+        free(self.saved_work)
+        free(self.alpha0)
+        free(self.vsort)
         free(self.dbeta)
         free(self.dcols)
         free(self.gdown)
@@ -554,6 +623,16 @@ cdef class S2DOState:
         self.defer_shrunk = self.fast and self.kc.capacity >= self.m
         self.shrunk_stale = False
         self.pass_work = False
+        self.focus_on = False
+        self.focus_size = FOCUS_SIZE
+        self.focus_fraction = FOCUS_FRACTION
+        self.focus_left_at = -1
+        self.n_focus = 0
+        self.saved_work = <Py_ssize_t*>malloc(self.m * sizeof(Py_ssize_t))
+        self.vsort = <double*>malloc(self.m * sizeof(double))
+        self.alpha0 = <double*>malloc(self.m * self.P * sizeof(double))
+        if self.saved_work == NULL or self.vsort == NULL or self.alpha0 == NULL:
+            raise MemoryError()
         with nogil:
             self._initialise()
         self.tracked_J = self.objective()
@@ -826,7 +905,7 @@ cdef class S2DOState:
     cdef void _initialise(self) noexcept nogil:
         """F = K'β and S from α, then every example's violation."""
         cdef Py_ssize_t e
-        self._add_scores(False)
+        self._add_scores(-1, NULL, self.m, NULL)
         for e in range(self.m):
             self._group_sums(e)
             self._refresh(e)
@@ -847,23 +926,28 @@ cdef class S2DOState:
                 for c in range(self.Q):
                     self.F[e, c] = 0.0
                 self.S[e] = 0.0
-        self._add_scores(True)
+        self._add_scores(0, NULL, self.m, NULL)
         self.shrunk_stale = False
 
-    cdef void _add_scores(self, bint shrunk_only) noexcept nogil:
-        """F += K'β and S += K'(β row sums) from α, on every example or on the shrunk
-        ones only: one Gram row per example i with β_i ≠ 0, shared out among the
-        threads by example."""
-        cdef Py_ssize_t i, e, q, y, m = self.m, Q = self.Q
+    cdef void _add_scores(self, int to, const Py_ssize_t* rows, Py_ssize_t n_rows,
+                          const double* base) noexcept nogil:
+        """F += K'β and S += K'(β row sums) on the examples whose ``inwork`` is ``to``
+        (all if to < 0), from the rows i = rows[t] (t < n_rows; rows NULL: i = t) of β,
+        or of β − β(base) with base[t·P + q] the earlier α_iq: one Gram row per
+        such i with a non-zero row, shared out among the threads by example."""
+        cdef Py_ssize_t i, e, q, y, t, m = self.m, Q = self.Q
         cdef int k, c, nnz
         cdef double a, tot
         cdef const double* Ki
         cdef double* b = self.dbeta    # β_i (no block is open here) ...
         cdef int* cols = self.pcol     # ... and its non-zero columns
-        for i in range(m):
+        for t in range(n_rows):
+            i = rows[t] if rows != NULL else t
             y = self.y[i]
             for q in range(self.P):
                 a = self.alpha[i, q]
+                if base != NULL:
+                    a = a - base[t * self.P + q]
                 if a == 0 or not self.active[y, q]:
                     continue
                 for k in range(self.nz_count[y, q]):
@@ -880,19 +964,19 @@ cdef class S2DOState:
             Ki = self.kc.row_ptr(i)
             if self.n_threads > 1 and m > CHUNK:
                 for e in prange(m, num_threads=self.n_threads, schedule="static"):
-                    self._add_row(e, i, Ki, nnz, tot, shrunk_only)
+                    self._add_row(e, i, Ki, nnz, tot, to)
             else:
                 for e in range(m):
-                    self._add_row(e, i, Ki, nnz, tot, shrunk_only)
+                    self._add_row(e, i, Ki, nnz, tot, to)
             for k in range(nnz):
                 b[cols[k]] = 0.0
 
     cdef inline void _add_row(self, Py_ssize_t e, Py_ssize_t i, const double* Ki, int nnz,
-                              double tot, bint shrunk_only) noexcept nogil:
+                              double tot, int to) noexcept nogil:
         """F_e += β_i K'(x_i, x_e) on β_i's non-zero columns, S_e += tot·K'(x_i, x_e)."""
         cdef int k, c
         cdef double kv = Ki[e]
-        if shrunk_only and self.ex[e].inwork:
+        if to >= 0 and self.ex[e].inwork != to:
             return
         if e == i:
             kv = kv + self.shift
@@ -1066,7 +1150,7 @@ cdef class S2DOState:
                 x = self.lead[t]
                 if self.nblk >= self.block_size:
                     break
-                if self.ex[x].bslot < 0 and self.ex[x].inwork and self.kc.cached(x):
+                if self.ex[x].bslot < 0 and self.ex[x].inwork == 1 and self.kc.cached(x):
                     self._open_block(x, self.kc.row_ptr(x))
         for n in range(BLOCK_STEPS * self.P * self.nblk if self.block_steps else 1):
             if n > 0:
@@ -1596,6 +1680,53 @@ cdef class S2DOState:
         self.n_unshrink += 1
         self._find_max()
 
+    cdef void _enter_focus(self) noexcept nogil:
+        """Keep only the focus_size most violating examples of the working set in it;
+        park the others (their scores wait, as the shrunk examples' do)."""
+        cdef Py_ssize_t t, e, n = 0, n_big = 0
+        cdef double cut
+        for t in range(self.n_work):
+            self.vsort[t] = self.ex[self.work_idx[t]].viol
+        cut = _kth_largest(self.vsort, self.n_work, self.focus_size)
+        for t in range(self.n_work):
+            e = self.work_idx[t]
+            self.saved_work[t] = e
+            if self.ex[e].viol > cut:
+                n_big += 1
+        n_big = self.focus_size - n_big    # ties at the cut that still fit
+        for t in range(self.n_work):
+            e = self.work_idx[t]
+            if self.ex[e].viol > cut or (self.ex[e].viol == cut and n_big > 0):
+                if self.ex[e].viol == cut:
+                    n_big -= 1
+                memcpy(&self.alpha0[n * self.P], &self.alpha[e, 0], self.P * sizeof(double))
+                self.work_idx[n] = e
+                n += 1
+            else:
+                self.ex[e].inwork = PARKED
+        self.n_saved = self.n_work
+        self.n_work = n
+        self.focus_on = True
+        self.n_focus += 1
+
+    cdef void _leave_focus(self) noexcept nogil:
+        """Bring the parked examples' scores up to date with the focus's β changes
+        (one Gram row per changed example) and put them back."""
+        cdef Py_ssize_t t, e
+        self._add_scores(PARKED, &self.work_idx[0], self.n_work, self.alpha0)
+        for t in range(self.n_saved):
+            e = self.saved_work[t]
+            self.work_idx[t] = e
+            if self.ex[e].inwork == PARKED:
+                self.ex[e].inwork = 1
+                self._refresh(e)
+        self.n_work = self.n_saved
+        self.focus_on = False
+        if self.shrinking and self.since_shrink >= self.shrink_interval:
+            self._shrink()
+            self.since_shrink = 0
+        self._find_max()
+
     # ------------------------------------------------------------------ run
     def run(self, long long max_steps, double time_limit):
         """Iterate until convergence, ``max_steps`` steps or ``time_limit`` seconds.
@@ -1608,6 +1739,18 @@ cdef class S2DOState:
         with nogil:
             t0 = _now()
             while True:
+                if self.focus_on and (self.max_violation <= self.focus_target
+                                      or self.max_violation <= self.tol
+                                      or self.next_i < 0 or steps >= max_steps):
+                    self._leave_focus()
+                    self.focus_left_at = self.n_iter    # a pass over the whole set first
+                    continue
+                if not self.focus_on and self.focus_size > 0 and self.defer_shrunk \
+                        and self.n_work >= 4 * self.focus_size and steps < max_steps \
+                        and self.n_iter > self.focus_left_at and not self.lazy_on:
+                    self._enter_focus()
+                    self._find_max()
+                    self.focus_target = self.focus_fraction * self.max_violation
                 if self.max_violation <= self.tol or self.next_i < 0:
                     if self.n_work < self.m:
                         self._unshrink()
@@ -1626,11 +1769,14 @@ cdef class S2DOState:
                     else:
                         self.n_parallel_iter += 1
                 self.since_shrink += 1
-                if self.shrinking and self.since_shrink >= self.shrink_interval:
+                if self.shrinking and self.since_shrink >= self.shrink_interval \
+                        and not self.focus_on:
                     self._shrink()
                     self.since_shrink = 0
                     self._find_max()
                 if (steps & 255) == 0 and _now() - t0 > time_limit:
+                    if self.focus_on:
+                        self._leave_focus()
                     status = TIME_UP
                     break
         return status

@@ -343,6 +343,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "max_violation": float(state.max_violation),
             "n_steps": int(state.n_steps),
             "n_unshrink": int(state.n_unshrink),
+            "n_focus": int(state.n_focus),
             "n_threads": n_threads,
             "n_parallel_iter": int(state.n_parallel_iter),
             "cache_hits": int(cache.n_hits),
