@@ -121,10 +121,11 @@ pauses the cold path while it loses.
 
 Threads.  Both passes run over fixed chunks of CHUNK examples (or positions
 of the working set), shared among ``n_threads`` OpenMP threads (each chunk
-writes only its own examples' state); a chunk reports its best candidate and the chunks are combined in
-order with the same strict comparisons as the serial loop, so the iterates
-are bit-identical whatever the number of threads (the Gram rows are
-computed in fixed blocks too, see :mod:`msvm._core._kernel_cache`).  What
+writes only its own examples' state); a chunk reports its best candidate and
+the chunks are combined in order with the same strict comparisons as the
+serial loop, so the iterates are bit-identical whatever the number of threads
+(the Gram rows are computed in fixed blocks too, see
+:mod:`msvm._core._kernel_cache`).  What
 stays serial per step: the block's 2-D steps, the β bookkeeping, the cache's
 LRU lists and the reductions over chunks.  Because a step costs only tens of
 microseconds, two barriers per step are cheap on idle cores but ruinous when
@@ -146,15 +147,12 @@ and a margin from the bound switching of the current largest violation, as in
 libsvm, but at least ``shrink_margin``·tol; for a max-loss slack group, the
 move of mass to the lowest *other* slot) are removed from selection and from
 the gradient refresh.  If the cache holds every Gram row, the passes visit
-the working set only (by its positions) and the shrunk examples' rows of F and S are rebuilt from α when needed
-(``_rebuild_shrunk``, libsvm's gradient reconstruction, no kernel
-evaluations); meanwhile ``objective()`` is the last exact value plus each
+the working set only (by its positions) and the shrunk examples' rows of F
+and S are rebuilt from α when needed (``_rebuild_shrunk``, libsvm's gradient
+reconstruction, no kernel evaluations); meanwhile ``objective()`` is the last exact value plus each
 step's exact change.  Otherwise their F rows are kept exact (rebuilding them
 would cost a Gram row per support vector).  letter-cs: 78.8 s → 39.6 s, the
-working set falling to ~760 of 15 000 examples.  (The per-example state a
-pass reads is one 128-byte record, ``Example``: as 18 separate arrays it cost a
-cache line per field and visit; letter-ww 56.4 s → 48.4 s on one thread,
-with the working-set positions.)  When the working set looks
+working set falling to ~760 of 15 000 examples.  When the working set looks
 converged, every example is unshrunk and the full KKT check decides.
 
 Focus (a two-level working set, fast path with every Gram row cached): while
@@ -166,8 +164,13 @@ working set, *parked* meanwhile, gets the focus's β changes (one Gram row per
 changed example, as ``_rebuild_shrunk`` but from the changes only) and is
 refreshed, and one iteration runs over the whole working set before the next
 focus.  A pass costs O(focus) instead of O(working set): letter-ww 28.1 s →
-21.0 s, letter-cs 34.5 s → 24.8 s on 2 threads; usps and mnist10k, where cold
+21.4 s, letter-cs 34.5 s → 24.8 s on 2 threads; usps and mnist10k, where cold
 visits pay, do not focus (same iterates).
+
+Memory layout.  What a pass reads of an example is one 128-byte record
+(``Example``): as 18 separate arrays it cost a cache line per field and
+visit (letter-ww 56.4 s → 48.4 s on one thread, together with visiting the
+working set by its positions).
 
 Stopping: max violation ≤ tol over all examples.  Variables within
 1e-14·C of zero are snapped to zero and group sums within 1e-12·C of C count
@@ -265,7 +268,7 @@ cdef struct Example:
     # an index y·P + s into a row of M (−1: none), its gradient and H diagonal.
     double cand_g
     double cand_h
-    double pad0
+    double pad0              # (pad0, pad1: 128 bytes in all, see _allocate_examples)
     # Slot bitmasks (bit s = slot s; the fast path needs P <= 64): the slots that
     # may increase and those with α > 0.  They change only with α, so the hot
     # loops read 16 bytes instead of α and the group sums.
@@ -1867,7 +1870,8 @@ cdef class S2DOState:
         with nogil:
             for e in range(self.m):
                 self._gradient(e)
-        self.tracked_J = 0.5 * float(np.sum(alpha * (G + gamma * np.asarray(self.active)[np.asarray(self.y)])))\
+        active = np.asarray(self.active)[np.asarray(self.y)]
+        self.tracked_J = 0.5 * float(np.sum(alpha * (G + gamma * active))) \
             - float(np.sum(gamma * alpha))
         return self.tracked_J
 
