@@ -714,7 +714,7 @@ cdef class S2DOState:
         cdef Py_ssize_t bp = -1, bq = -1
         cdef int r
         cdef double best = 0.0, g, a
-        cdef double C = self.C, lim = self.C - self.eps_cap
+        cdef double lim = self.C - self.eps_cap
         cdef bint canup
         if self.max_loss:
             for r in range(self.R):
@@ -1331,7 +1331,7 @@ cdef class S2DOState:
         example offers every slot that can move with it.
         """
         cdef Py_ssize_t t, e, P = self.P
-        cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, p = self.sp, bk = -1, bq = -1
+        cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, bk = -1, bq = -1
         cdef double g1 = self.sg1, h11 = self.sh11, gn, best = -1.0
         cdef const double* Ki = self.pKi
         cdef const double* Mrow = self.sMrow
@@ -1360,10 +1360,10 @@ cdef class S2DOState:
     cdef void _fast_update(self) noexcept nogil:
         """After a block: new scores and cached extremes, and the next first variable.
 
-        One pass over all examples in chunks (threads share the chunks): each
-        example gets its changed F columns (and S) from the block's Gram rows, and,
-        if it is in the working set, its σ, extremes and violation; each chunk
-        reports its largest violation.
+        One pass over all examples (or, with deferred scores, the working set) in
+        chunks (threads share the chunks): each example gets its changed F columns
+        (and S) from the block's Gram rows, and, if it is in the working set, its σ,
+        extremes and violation; each chunk reports its largest violation.
         """
         cdef Py_ssize_t b, Q = self.Q, n_chunks
         cdef int j, t, u, c, n = 0, nc = 0
@@ -1726,10 +1726,16 @@ cdef class S2DOState:
                 self._refresh(e)
         self.n_work = self.n_saved
         self.focus_on = False
-        if self.shrinking and self.since_shrink >= self.shrink_interval:
-            self._shrink()
-            self.since_shrink = 0
+        self._shrink_if_due()
         self._find_max()
+
+    cdef bint _shrink_if_due(self) noexcept nogil:
+        """Shrink every shrink_interval iterations (not within a focus); whether it did."""
+        if not self.shrinking or self.since_shrink < self.shrink_interval or self.focus_on:
+            return False
+        self._shrink()
+        self.since_shrink = 0
+        return True
 
     # ------------------------------------------------------------------ run
     def run(self, long long max_steps, double time_limit):
@@ -1773,10 +1779,7 @@ cdef class S2DOState:
                     else:
                         self.n_parallel_iter += 1
                 self.since_shrink += 1
-                if self.shrinking and self.since_shrink >= self.shrink_interval \
-                        and not self.focus_on:
-                    self._shrink()
-                    self.since_shrink = 0
+                if self._shrink_if_due():
                     self._find_max()
                 if (steps & 255) == 0 and _now() - t0 > time_limit:
                     if self.focus_on:
