@@ -212,7 +212,7 @@ def test_focus_parks_and_catches_up(model):
                           fast=_fast_tables(problem, tables), **tables)
         state.lazy = False            # focus only while cold visits are off
         state.block_steps = True
-        state.focus_size = focus_size
+        state.focus_size = state.focus_min = focus_size
         while state.run(7, 1e9) != 0:
             exact = problem.objective(alpha)
             assert abs(state.objective() - exact) <= 1e-9 * abs(exact), name

@@ -157,16 +157,19 @@ converged, every example is unshrunk and the full KKT check decides.
 
 Focus (a two-level working set, fast path with every Gram row cached): while
 cold visits are paused (they do not pay, as on letter) and the working set
-holds at least 4·FOCUS_SIZE examples, its FOCUS_SIZE (1024) most violating
-examples are solved alone -- the passes visit only them -- until their largest
-violation has fallen to FOCUS_FRACTION (0.7) of its value at the start (0.5:
-letter-ww 21.4 s, letter-cs 24.8 s; 0.7: 19.1 s, 22.4 s); then the rest of the
-working set, *parked* meanwhile, gets the focus's β changes (one Gram row per
-changed example, as ``_rebuild_shrunk`` but from the changes only) and is
-refreshed, and one iteration runs over the whole working set before the next
-focus.  A pass costs O(focus) instead of O(working set): letter-ww 28.1 s →
-19.4 s, letter-cs 34.5 s → 22.6 s on 2 threads; usps, where cold visits pay,
-does not focus (same iterates), mnist10k-cs focuses 60 times (4.2 s → 4.0 s).
+holds at least 4·FOCUS_MIN (128) examples, its most violating quarter (at most
+FOCUS_SIZE, 1024) is solved alone -- the passes visit only them -- until their
+largest violation has fallen to FOCUS_FRACTION (0.7) of its value at the start
+(0.5: letter-ww 21.4 s, letter-cs 24.8 s; 0.7: 19.1 s, 22.4 s); then the rest of
+the working set, *parked* meanwhile, gets the focus's β changes (one Gram row per
+changed example, BLOCK_MAX rows at a time, as ``_rebuild_shrunk`` but from the
+changes only) and is refreshed, and one iteration runs over the whole working
+set before the next focus.  A pass costs O(focus) instead of O(working set):
+letter-ww 28.1 s → 19.4 s, letter-cs 34.5 s → 22.6 s on 2 threads with focuses
+of 1024 only while the working set held 4096 or more; focusing in the tail too
+(quarters down to 128 examples): 16.9 s → 14.8 s and 22.4 s → 16.0 s.  usps,
+where cold visits pay, does not focus (same iterates), mnist10k-cs focuses 60
+times (4.2 s → 4.0 s).
 
 Memory layout.  What a pass reads of an example is one 128-byte record
 (``Example``): as 18 separate arrays it cost a cache line per field and
@@ -209,10 +212,11 @@ cdef double LAZY_FRACTION = 0.97
 cdef long long LAZY_WINDOW = 256
 cdef long long LAZY_OFF = 2048
 
-# Focus (see S2DOState._enter_focus): examples solved alone while cold visits are
-# paused and the working set holds at least 4 times as many, until their largest
-# violation is FOCUS_FRACTION of its value at the start.
+# Focus (see S2DOState._enter_focus): a quarter of the working set, at most
+# FOCUS_SIZE and at least FOCUS_MIN examples, solved alone while cold visits are
+# paused, until their largest violation is FOCUS_FRACTION of its value at the start.
 cdef int FOCUS_SIZE = 1024
+cdef int FOCUS_MIN = 128
 cdef double FOCUS_FRACTION = 0.7
 
 # Rows requested from the cache's prefetch at a miss (the missing one and the
@@ -495,10 +499,11 @@ cdef class S2DOState:
     cdef bint defer_shrunk
     cdef bint shrunk_stale
     cdef bint pass_work       # this pass visits the working set only
-    # Focus (see _enter_focus): the working set's most violating examples are
-    # solved alone; the rest of it is parked (inwork = PARKED).  focus_size = 0
-    # turns it off.
+    # Focus (see _enter_focus): the working set's most violating examples (a quarter
+    # of it, from focus_min to focus_size examples) are solved alone; the rest of it
+    # is parked (inwork = PARKED).  focus_size = 0 turns it off.
     cdef public int focus_size
+    cdef public int focus_min
     cdef public double focus_fraction
     cdef bint focus_on
     cdef Py_ssize_t* saved_work
@@ -660,6 +665,7 @@ cdef class S2DOState:
         self.pass_work = False
         self.focus_on = False
         self.focus_size = FOCUS_SIZE
+        self.focus_min = FOCUS_MIN
         self.focus_fraction = FOCUS_FRACTION
         self.focus_left_at = -1
         self.n_focus = 0
@@ -1737,20 +1743,20 @@ cdef class S2DOState:
         self.n_unshrink += 1
         self._find_max()
 
-    cdef void _enter_focus(self) noexcept nogil:
-        """Keep only the focus_size most violating examples of the working set in it;
+    cdef void _enter_focus(self, Py_ssize_t size) noexcept nogil:
+        """Keep only the size most violating examples of the working set in it;
         park the others (their scores wait, as the shrunk examples' do)."""
         cdef Py_ssize_t t, e, n = 0, n_big = 0
         cdef double cut
         for t in range(self.n_work):
             self.vsort[t] = self.ex[self.work_idx[t]].viol
-        cut = _kth_largest(self.vsort, self.n_work, self.focus_size)
+        cut = _kth_largest(self.vsort, self.n_work, size)
         for t in range(self.n_work):
             e = self.work_idx[t]
             self.saved_work[t] = e
             if self.ex[e].viol > cut:
                 n_big += 1
-        n_big = self.focus_size - n_big    # ties at the cut that still fit
+        n_big = size - n_big    # ties at the cut that still fit
         for t in range(self.n_work):
             e = self.work_idx[t]
             if self.ex[e].viol > cut or (self.ex[e].viol == cut and n_big > 0):
@@ -1797,6 +1803,7 @@ cdef class S2DOState:
         Returns 0 (converged), 1 (step budget used) or 2 (time is up).
         """
         cdef int status
+        cdef Py_ssize_t size
         cdef long long steps = 0
         cdef double t0
         with nogil:
@@ -1808,10 +1815,13 @@ cdef class S2DOState:
                     self._leave_focus()
                     self.focus_left_at = self.n_iter    # a pass over the whole set first
                     continue
-                if not self.focus_on and self.focus_size > 0 and self.defer_shrunk \
-                        and self.n_work >= 4 * self.focus_size and steps < max_steps \
+                size = self.n_work // 4
+                if size > self.focus_size:
+                    size = self.focus_size
+                if not self.focus_on and size > 0 and self.defer_shrunk \
+                        and size >= self.focus_min and steps < max_steps \
                         and self.n_iter > self.focus_left_at and not self.lazy_on:
-                    self._enter_focus()
+                    self._enter_focus(size)
                     self._find_max()
                     self.focus_target = self.focus_fraction * self.max_violation
                 if self.max_violation <= self.tol or self.next_i < 0:
