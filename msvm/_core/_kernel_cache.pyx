@@ -13,9 +13,7 @@ Layout
   One block (instead of one allocation per row) means no allocator traffic in
   the solvers' inner loops and a memory footprint fixed at construction:
   ``capacity = cache_size_mb * 2**20 // (8 m)`` (``4 m`` with float32 storage),
-  clamped to ``[2, m]``.  On Linux the block is advised for transparent huge
-  pages: S2DO reads its rows at scattered positions, and with 4 KB pages the
-  first touch and the TLB misses of letter's 1.8 GB of rows cost ~7% of a fit.
+  clamped to ``[2, m]``.
 * ``_slot_of_row`` (m entries): the slot holding row ``i``, or -1.  This makes
   the hit test a single O(1) array read, with no hashing.
 * ``_row_of_slot``, ``_prev``, ``_next`` (capacity entries): a doubly linked
@@ -78,27 +76,6 @@ from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv
 
 import numpy as np
 import scipy.sparse as sp
-
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #if defined(__linux__)
-    #include <sys/mman.h>
-    #endif
-    /* Ask Linux for transparent huge pages on the whole 2 MB pages of [p, p + n). */
-    static void msvm_advise_huge_pages(void* p, size_t n) {
-    #if defined(__linux__) && defined(MADV_HUGEPAGE)
-        uintptr_t huge = (uintptr_t)1 << 21;
-        uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-        uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
-        if (e > a)
-            madvise((void*)a, e - a, MADV_HUGEPAGE);
-    #else
-        (void)p; (void)n;
-    #endif
-    }
-    """
-    void msvm_advise_huge_pages(void* p, size_t n) noexcept nogil
 
 __all__ = ["KernelCache", "KERNEL_NAMES"]
 
@@ -329,11 +306,9 @@ cdef class KernelCache:
                 self._l1norm = <double*> _xmalloc(m * sizeof(double))
         if float32:
             self._fbuffer = <float*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(float))
-            msvm_advise_huge_pages(self._fbuffer, <size_t> self.capacity * <size_t> m * sizeof(float))
             self._scratch = <double*> _xmalloc(SCRATCH_ROWS * <size_t> m * sizeof(double))
         else:
             self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
-            msvm_advise_huge_pages(self._buffer, <size_t> self.capacity * <size_t> m * sizeof(double))
         self._slot_of_row = <Py_ssize_t*> _xmalloc(m * sizeof(Py_ssize_t))
         self._row_of_slot = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
         self._prev = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))

@@ -1846,8 +1846,7 @@ cdef class S2DOState:
                     self._enter_focus(size)
                     self._find_max()
                     self.focus_target = self.focus_fraction * self.max_violation
-                # Unshrink at convergence, and once before it, as libsvm does, at
-                # UNSHRINK_EARLY·tol (examples shrunk early on may have come back).
+                # Unshrink at convergence, and once at UNSHRINK_EARLY·tol (as libsvm).
                 if self.max_violation <= self.tol or self.next_i < 0 or (
                         self.max_violation <= UNSHRINK_EARLY * self.tol and not self.focus_on
                         and self.n_unshrink == 0 and self.n_work < self.m):
