@@ -165,17 +165,16 @@ Focus (a two-level working set, fast path with every Gram row cached): while
 cold visits are paused (they do not pay, as on letter) and the working set
 holds at least 4·FOCUS_MIN (128) examples, its most violating quarter (at most
 FOCUS_SIZE, 1024) is solved alone -- the passes visit only them -- until their
-largest violation has fallen to FOCUS_FRACTION (0.7) of its value at the start
-(0.5: letter-ww 21.4 s, letter-cs 24.8 s; 0.7: 19.1 s, 22.4 s); then the rest of
-the working set, *parked* meanwhile, gets the focus's β changes (one Gram row per
-changed example, BLOCK_MAX rows at a time, as ``_rebuild_shrunk`` but from the
-changes only) and is refreshed, and one iteration runs over the whole working
-set before the next focus.  A pass costs O(focus) instead of O(working set):
-letter-ww 28.1 s → 19.4 s, letter-cs 34.5 s → 22.6 s on 2 threads with focuses
-of 1024 only while the working set held 4096 or more; focusing in the tail too
-(quarters down to 128 examples): 16.9 s → 14.8 s and 22.4 s → 16.0 s.  usps,
-where cold visits pay, does not focus (same iterates), mnist10k-cs focuses 60
-times (4.2 s → 4.0 s).
+largest violation has fallen to FOCUS_FRACTION (0.7, better than 0.5 or 0.85 on
+letter) of its value at the start; then the rest of the working set, *parked*
+meanwhile, gets the focus's β changes (one Gram row per changed example, BLOCK_MAX
+rows at a time, as ``_rebuild_shrunk`` but from the changes only) and is
+refreshed, and one iteration runs over the whole working set before the next
+focus.  A pass costs O(focus) instead of O(working set): letter-ww 28.1 s →
+19.4 s, letter-cs 34.5 s → 22.6 s on 2 threads with focuses of 1024 while the
+working set held 4096 or more; focusing in the tail too (quarters down to 128):
+16.9 s → 14.8 s and 22.4 s → 16.0 s.  usps, where cold visits pay, does not
+focus (same iterates); mnist10k-cs does.
 
 Memory layout.  What a pass reads of an example is one 128-byte record
 (``Example``): as 18 separate arrays it cost a cache line per field and
@@ -996,7 +995,7 @@ cdef class S2DOState:
         cdef Py_ssize_t i, e, q, y, t, n_tgt = 0
         cdef double a
         for e in range(self.m):
-            if to < 0 or self.ex[e].inwork == to:
+            if self._receives(e, to):
                 self.targets[n_tgt] = e
                 n_tgt += 1
         if n_tgt == 0:
@@ -1018,6 +1017,10 @@ cdef class S2DOState:
                 self.brow[self.nblk] = self.kc.row_ptr(i)
                 self.nblk += 1
         self._add_block_scores(to, n_tgt)
+
+    cdef inline bint _receives(self, Py_ssize_t e, int to) noexcept nogil:
+        """Whether example e is a target of _add_scores(to, ...)."""
+        return to < 0 or self.ex[e].inwork == to
 
     cdef void _add_delta(self, int slot, Py_ssize_t y, Py_ssize_t p, double d) noexcept nogil:
         """Δβ of the block row slot += d·ν_{y,p,·} (with its list of changed columns)."""
@@ -1051,7 +1054,7 @@ cdef class S2DOState:
         if self.shift != 0:   # K' = K + shift·I: the block's own examples
             for t in range(self.nblk):
                 e = self.blk[t]
-                if to < 0 or self.ex[e].inwork == to:
+                if self._receives(e, to):
                     for j in range(self.ncols[t]):
                         c = self.dcols[t * self.Q + j]
                         self.F[e, c] += self.shift * self.dbeta[t * self.Q + c]
@@ -1765,18 +1768,27 @@ cdef class S2DOState:
         self.n_unshrink += 1
         self._find_max()
 
+    cdef Py_ssize_t _focus_size(self) noexcept nogil:
+        """The size of the focus to enter now, or 0: a quarter of the working set,
+        at most focus_size and at least focus_min examples, while cold visits are
+        paused and every Gram row is cached, after a full iteration since the last."""
+        cdef Py_ssize_t size = min(self.n_work // 4, self.focus_size)
+        if self.focus_on or not self.defer_shrunk or self.lazy_on \
+                or self.n_iter <= self.focus_left_at or size < self.focus_min:
+            return 0
+        return size
+
     cdef void _enter_focus(self, Py_ssize_t size) noexcept nogil:
         """Keep only the size most violating examples of the working set in it;
         park the others (their scores wait, as the shrunk examples' do)."""
         cdef Py_ssize_t t, e, n = 0, n_big = 0
         cdef double cut
         for t in range(self.n_work):
+            self.saved_work[t] = self.work_idx[t]
             self.vsort[t] = self.ex[self.work_idx[t]].viol
         cut = _kth_largest(self.vsort, self.n_work, size)
         for t in range(self.n_work):
-            e = self.work_idx[t]
-            self.saved_work[t] = e
-            if self.ex[e].viol > cut:
+            if self.ex[self.work_idx[t]].viol > cut:
                 n_big += 1
         n_big = size - n_big    # ties at the cut that still fit
         for t in range(self.n_work):
@@ -1837,12 +1849,8 @@ cdef class S2DOState:
                     self._leave_focus()
                     self.focus_left_at = self.n_iter    # a pass over the whole set first
                     continue
-                size = self.n_work // 4
-                if size > self.focus_size:
-                    size = self.focus_size
-                if not self.focus_on and size > 0 and self.defer_shrunk \
-                        and size >= self.focus_min and steps < max_steps \
-                        and self.n_iter > self.focus_left_at and not self.lazy_on:
+                size = self._focus_size() if steps < max_steps else 0
+                if size > 0:
                     self._enter_focus(size)
                     self._find_max()
                     self.focus_target = self.focus_fraction * self.max_violation

@@ -215,9 +215,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Fast path: leave examples whose violation bound stays well below the
         largest violation un-refreshed until it comes near (default; paused
         automatically while it does not pay, see :mod:`msvm._core._s2do`).
-        While cold visits are off or paused and every Gram row is cached, a
-        large working set is solved 1 024 examples at a time ("focus",
-        ``info["n_focus"]`` rounds).  The stopping test is exact either way.
+        While cold visits are off or paused and every Gram row is cached, the
+        most violating quarter of the working set (128 to 1 024 examples) is
+        solved alone at a time ("focus", ``info["n_focus"]`` rounds).  The
+        stopping test is exact either way.
     block_steps : bool
         After each pair step, go on with 2-D steps on the variables of a block
         of examples -- the pair's two and the most violating examples of the
