@@ -42,7 +42,8 @@ import numpy as np
 
 from msvm.problem import DualProblem, DualSolution
 
-__all__ = ["Diagnostics", "diagnose", "bias_from_kkt", "primal_objective", "kkt_violation"]
+__all__ = ["Diagnostics", "diagnose", "bias_from_kkt", "primal_objective", "kkt_violation",
+           "project_feasible"]
 
 # α_ip ≤ ZERO_TOL · C counts as "at zero", a slack sum ≥ (1 − ZERO_TOL) C as "at capacity".
 ZERO_TOL = 1e-8
@@ -121,6 +122,46 @@ def _project(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     for member in _group_masks(problem):
         out += _project_capped_simplex(v, member & problem.active, problem.C)
     return out
+
+
+def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
+    """Euclidean projection of v onto the feasible set of the dual.
+
+    Without a bias that is the per-example projection onto the box and the
+    slack groups.  With a bias the equality constraints Aα = 0 join them:
+    the projection is Π(v − Aᵀλ*) with Π the projection without them and λ*
+    the maximiser of the concave dual φ(λ) = min_{α∈Π-set} ½‖α − v‖² + λᵀAα,
+    whose gradient is AΠ(v − Aᵀλ) (L-BFGS over r ≤ Q − 1 multipliers); the
+    round-off left in Aα is then removed on the free variables by least
+    squares.
+    """
+    from scipy.optimize import minimize
+
+    x = _project(problem, v)
+    if not problem.fit_intercept:
+        return x
+    A = problem.equality_matrix()
+    scale = max(problem.C if problem.machine.loss == "hinge" else 0.0,
+                float(np.max(np.abs(v), initial=0.0)), 1e-300)
+    if np.max(np.abs(A @ x.ravel()), initial=0.0) <= 1e-12 * scale or A.shape[0] == 0:
+        return x
+
+    def negative_dual(lam):
+        a = _project(problem, v - (A.T @ lam).reshape(v.shape))
+        r = A @ a.ravel()
+        return -(0.5 * float(np.sum((a - v) ** 2)) + float(lam @ r)), -r
+
+    lam = minimize(negative_dual, np.zeros(A.shape[0]), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-13 * scale, "ftol": 0.0, "maxiter": 1000}).x
+    x = _project(problem, v - (A.T @ lam).reshape(v.shape))
+    cap = problem.C if problem.machine.loss == "hinge" else np.inf
+    flat = x.reshape(-1)
+    free = np.flatnonzero((flat > 0) & (flat < cap) & problem.active.ravel())
+    residual = A @ flat
+    if len(free) and np.any(residual):
+        flat[free] -= np.linalg.lstsq(A[:, free], residual, rcond=None)[0]
+        x = _project(problem, x)
+    return x
 
 
 def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:

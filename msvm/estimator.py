@@ -11,31 +11,42 @@ h_c(x) = Σ_i β_ic k(x_i, x) + b_c, and the prediction is argmax_c h_c(x).
 
 from __future__ import annotations
 
-import inspect
 import time
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from msvm.diagnostics import diagnose
-from msvm.kernels import KERNELS, Kernel, callable_block, resolve_gamma
+from msvm.kernels import (
+    KERNELS,
+    Kernel,
+    callable_block,
+    check_gram,
+    check_kernel_range,
+    resolve_gamma,
+)
 from msvm.machines import MACHINES, make_machine
 from msvm.problem import DualProblem
-from msvm.solvers import SOLVERS, get_solver, resolve_solver
-from msvm.solvers.online import OnlineStream, check_epochs, check_strategy
+from msvm.solvers import ESTIMATOR_OPTIONS, SOLVERS, TOL_FLOOR, get_solver, resolve_solver
+from msvm.solvers.online import STRATEGIES, OnlineStream
 
 __all__ = ["MultiClassSVC"]
 
-#: Solvers that solve the QP to their backend's precision; ``tol``, ``cache_size``
-#: and ``random_state`` do not apply to them (see ``MultiClassSVC._solver_options``).
-_REFERENCE_SOLVERS = frozenset({"cvxpy", "osqp"})
+#: Options that define the algorithm (not only its speed): a solver that would
+#: ignore them is an error, not a warning.
+_DEFINING_OPTIONS = frozenset({"online_strategy", "epochs"})
+
+#: A solver's "optimal" stands when the float64 KKT violation is within this
+#: factor of ``tol`` (the solver's own test passed on its running scores).
+_KKT_SLACK = 1.0 + 1e-6
 
 # Test rows whose kernel columns are computed at once in decision_function.
 _PREDICT_CHUNK = 2048
@@ -43,25 +54,6 @@ _PREDICT_CHUNK = 2048
 #: Statuses that are not a failure to converge: the online solver stopped after
 #: the epochs it was asked for (an approximation by design).
 _EXPECTED_STATUSES = frozenset({"optimal", "epoch_limit"})
-
-
-def _partial_fit_available(estimator) -> bool:
-    """``partial_fit`` exists for bias-free machines with solver 'online' or 'auto'."""
-    if estimator.fit_intercept is not False:
-        raise AttributeError(
-            "partial_fit needs fit_intercept=False: the online solver it uses cannot keep "
-            "the equality constraints of the bias."
-        )
-    if estimator.solver not in ("auto", "online"):
-        raise AttributeError(
-            f"partial_fit uses the online solver; solver={estimator.solver!r} has no streaming "
-            "mode (use solver='online' or 'auto')."
-        )
-    return True
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
 
 
 class MultiClassSVC(ClassifierMixin, BaseEstimator):
@@ -93,8 +85,9 @@ default='rbf'
         matrix in :meth:`fit` and the (n_test, n_train) kernel between test
         and training points at prediction time.  A callable ``f(X, Y)`` must
         return the (n_X, n_Y) kernel matrix.
-    degree : float, default=3
-        Degree of the ``'poly'`` kernel.
+    degree : int, default=3
+        Degree of the ``'poly'`` kernel (an integer ≥ 0, as in
+        :class:`sklearn.svm.SVC`).
     gamma : {'scale', 'auto'} or float, default='scale'
         γ of the ``'rbf'``, ``'laplace'``, ``'poly'`` and ``'sigmoid'``
         kernels.  ``'scale'`` is 1 / (n_features · X.var()) and ``'auto'`` is
@@ -116,25 +109,36 @@ default='rbf'
         ``'online'`` (both bias-free machines only; see ``epochs`` and
         ``online_strategy``).
         ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`
-        (``'s2do'`` without a bias; with a bias ``'cvxpy'`` up to
-        :data:`msvm.solvers.AUTO_REFERENCE_MAX_VARS` dual variables).  A
-        solver that cannot handle the bias setting raises a ValueError.
+        (``'s2do'`` without a bias, ``'frank_wolfe'`` with one).  A solver
+        that cannot handle the bias setting raises a ValueError.  Each
+        solver declares the parameters it honours (``OPTIONS`` of its
+        module): setting another away from its default warns, naming the
+        solver and the parameter (``epochs`` and ``online_strategy``, which
+        define the online algorithm, raise a ValueError instead);
+        ``random_state`` is ignored silently by deterministic solvers, as in
+        scikit-learn.
     tol : float, default=1e-3
         Stopping tolerance (≥ 0) of iterative solvers: the largest KKT
         violation of the dual gradient, in the units of the original
-        formulation.  The reference solvers ignore it: they always solve to
-        their backend's precision (about 1e-10).
+        formulation (``'frank_wolfe'``: the Frank–Wolfe gap relative to the
+        dual objective).  Values below :data:`msvm.solvers.TOL_FLOOR` are
+        raised to it with a warning.  The reference solvers always solve to
+        their backend's precision (about 1e-10); setting ``tol`` with them
+        warns.
     cache_size : float, default=200
-        Kernel cache budget in MB (> 0) for solvers that cache Gram rows
-        (``'s2do'``).  The reference solvers form the full Gram matrix and
-        ignore it.
+        Kernel cache budget in MB, in (0, 2²⁰] (1 TiB), for solvers that cache
+        Gram rows.  The reference solvers form the full Gram matrix.
     cache_dtype : {'float64', 'float32'}, default='float64'
         Storage of the cached Gram rows (``'s2do'``): ``'float32'`` holds
         twice as many rows per MB and solves the dual of the float32-rounded
         Gram matrix.
-    max_iter : int, default=-1
-        Iteration cap of the solver (its own notion of iteration); -1 for no
-        limit.
+    max_iter : int or None, default=None
+        Iteration cap of the solver (its own notion of iteration).  None: the
+        finite budget :func:`msvm.solvers.default_max_iter` of
+        max(10⁷, 100 · n_samples) iterations, as libsvm's; -1: no cap (the
+        fit still stops when its dual stalls, see
+        :data:`msvm.solvers.STALL_SECONDS`).  Reaching the cap gives status
+        ``'max_iter'`` and a :class:`~sklearn.exceptions.ConvergenceWarning`.
     n_jobs : int or None, default=None
         Threads of solvers that use them (``'s2do'``: Gram rows and the
         per-iteration passes); None means 1, -1 all cores.  The solution
@@ -142,11 +146,20 @@ default='rbf'
     warm_start : bool, default=False
         Start the next :meth:`fit` from the previous fit's dual solution when
         the training set size and machine match (e.g. along a path over C;
-        the solver projects it onto the new constraints).  Solvers without
-        warm starts ignore it.
+        the solver projects it onto the new constraints: the box, the slack
+        groups and, with a bias, the equality constraints).
     verbose : bool or int, default=False
         Print one progress line per stage of :meth:`fit`; ``verbose >= 2``
         also shows the solver's own log.
+    certify : bool, default=True
+        Recompute the training scores from β in float64 (one pass of kernel
+        blocks over the support vectors) before the certificate of
+        ``solution_`` is computed, so that it certifies the user's problem,
+        not the solver's running (possibly float32-cached or long-updated)
+        scores; the largest difference is ``solution_['score_drift']``.  An
+        iterative solver that called its answer optimal but whose float64
+        KKT violation exceeds ``tol`` gets status ``'inaccurate'``.  False
+        skips that pass (it costs n_samples × n_SV kernel evaluations).
     random_state : int, RandomState instance or None, default=None
         Seed of randomised solvers (``'online'``: the visiting order, the
         random patterns and the scheduler's draws; the same seed gives the
@@ -227,6 +240,29 @@ default='rbf'
     (2, 3)
     """
 
+    _parameter_constraints: dict = {
+        "model": [StrOptions(set(MACHINES))],
+        "C": [Interval(Real, 0.0, None, closed="neither")],
+        "kernel": [StrOptions(set(KERNELS)), callable],
+        "degree": [Interval(Integral, 0, None, closed="left")],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"auto", *SOLVERS})],
+        "tol": [Interval(Real, 0.0, None, closed="left")],
+        "cache_size": [Interval(Real, 0.0, 2.0**20, closed="right")],
+        "cache_dtype": [StrOptions({"float64", "float32"})],
+        "max_iter": [Options(Integral, {-1}),
+                     Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Integral, None],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "online_strategy": [StrOptions(set(STRATEGIES))],
+        "epochs": [Interval(Integral, 1, None, closed="left"), None],
+        "certify": ["boolean"],
+    }
+
     def __init__(
         self,
         model: str = "ww",
@@ -240,13 +276,14 @@ default='rbf'
         tol: float = 1e-3,
         cache_size: float = 200,
         cache_dtype: str = "float64",
-        max_iter: int = -1,
+        max_iter: int | None = None,
         n_jobs=None,
         warm_start: bool = False,
         verbose=False,
         random_state=None,
         online_strategy: str = "s2do_all",
         epochs=1,
+        certify: bool = True,
     ):
         self.model = model
         self.C = C
@@ -266,6 +303,7 @@ default='rbf'
         self.random_state = random_state
         self.online_strategy = online_strategy
         self.epochs = epochs
+        self.certify = certify
 
     # ------------------------------------------------------------ helpers
     def __sklearn_tags__(self):
@@ -283,88 +321,55 @@ default='rbf'
             print(f"[MultiClassSVC] {message}", flush=True)
 
     def _check_params(self) -> None:
-        """Validate the hyper-parameters (ValueError naming the problem)."""
-        if not isinstance(self.model, str) or self.model not in MACHINES:
-            raise ValueError(f"Unknown model {self.model!r}; expected one of {sorted(MACHINES)}.")
-        if not _is_number(self.C):
-            raise ValueError(f"C must be a positive number, got {self.C!r}.")
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be positive and finite, got C={self.C!r}.")
-        if not callable(self.kernel) and (
-            not isinstance(self.kernel, str) or self.kernel not in KERNELS
-        ):
-            raise ValueError(
-                f"Unknown kernel {self.kernel!r}; expected one of {list(KERNELS)} or a callable."
-            )
-        if not _is_number(self.degree) or not self.degree >= 0:
-            raise ValueError(f"degree must be a non-negative number, got {self.degree!r}.")
-        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
-            raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}.")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}.")
-        valid_solvers = ["auto", *sorted(SOLVERS)]
-        if not isinstance(self.solver, str) or self.solver not in valid_solvers:
-            raise ValueError(
-                f"Unknown solver {self.solver!r}; expected one of {valid_solvers}."
-            )
-        if not _is_number(self.tol) or not self.tol >= 0:
-            raise ValueError(f"tol must be a non-negative number, got tol={self.tol!r}.")
-        if not _is_number(self.cache_size) or not self.cache_size > 0:
-            raise ValueError(
-                f"cache_size must be a positive number of MB, got cache_size={self.cache_size!r}."
-            )
-        if (not isinstance(self.max_iter, Integral) or isinstance(self.max_iter, bool)
-                or (self.max_iter < 1 and self.max_iter != -1)):
-            raise ValueError(
-                f"max_iter must be a positive integer or -1 (no limit), got {self.max_iter!r}."
-            )
-        if not isinstance(self.cache_dtype, str) or self.cache_dtype not in ("float64", "float32"):
-            raise ValueError(
-                f"cache_dtype must be 'float64' or 'float32', got cache_dtype={self.cache_dtype!r}."
-            )
-        if self.n_jobs is not None and (not isinstance(self.n_jobs, Integral)
-                                        or isinstance(self.n_jobs, bool) or self.n_jobs == 0):
-            raise ValueError(
-                f"n_jobs must be a non-zero integer or None, got n_jobs={self.n_jobs!r}."
-            )
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            raise ValueError(f"warm_start must be True or False, got {self.warm_start!r}.")
-        check_strategy(self.online_strategy)
-        check_epochs(self.epochs)
+        """Validate the hyper-parameters the scikit-learn way (``_parameter_constraints``)."""
+        self._validate_params()
+        if self.n_jobs == 0:
+            raise ValueError("n_jobs == 0 has no meaning; use None (1 thread), a positive "
+                             "number of threads or -1 (all cores).")
 
     def _solver_options(self, name: str, module, problem=None) -> dict:
-        """Keyword arguments for ``module.solve``.
+        """Keyword arguments for ``module.solve``: the parameters the solver honours.
 
-        The reference solvers solve to their backend's precision, so ``tol``
-        is not passed to them (it would loosen Clarabel's/OSQP's tolerances to
-        the KKT tolerance of an iterative solver).  ``cache_size`` and
-        ``random_state`` are passed to solvers whose ``solve`` names them.
+        A parameter of :data:`msvm.solvers.ESTIMATOR_OPTIONS` set away from its
+        default that the solver does not declare in ``OPTIONS`` is an error
+        when it defines the algorithm, a warning otherwise; ``random_state``
+        is ignored silently by deterministic solvers.
         """
+        defaults = _DEFAULTS
+        for option in ESTIMATOR_OPTIONS:
+            value = getattr(self, option)
+            if (option in module.OPTIONS or option == "random_state"
+                    or _same(value, defaults[option])):
+                continue
+            message = (f"Solver {name!r} does not use {option}={value!r} (it honours "
+                       f"{sorted(module.OPTIONS)}).")
+            if option in _DEFINING_OPTIONS:
+                raise ValueError(message + " Use solver='online' or leave it at its default.")
+            warnings.warn(message + " It is ignored.", UserWarning, stacklevel=4)
         options = {
-            "tol": None if name in _REFERENCE_SOLVERS else float(self.tol),
-            "max_iter": None if self.max_iter == -1 else int(self.max_iter),
+            "tol": float(self.tol),
+            # -1 asks for no cap; None lets the solver apply its finite default budget.
+            "max_iter": (None if self.max_iter is None
+                         else np.iinfo(np.int64).max if self.max_iter == -1
+                         else int(self.max_iter)),
             "warm_start": None,
-            "verbose": int(self.verbose) >= 2,
+            "cache_size": float(self.cache_size),
+            "cache_dtype": self.cache_dtype,
+            "n_jobs": self.n_jobs,
+            "random_state": self.random_state,
+            "online_strategy": self.online_strategy,
+            "epochs": self.epochs,
         }
-        accepted = inspect.signature(module.solve).parameters
-        if "cache_size" in accepted:
-            options["cache_size"] = float(self.cache_size)
-        if "cache_dtype" in accepted:
-            options["cache_dtype"] = self.cache_dtype
-        if "n_jobs" in accepted:
-            options["n_jobs"] = self.n_jobs
         previous = getattr(self, "_warm_alpha", None)
         if (self.warm_start and previous is not None and problem is not None
                 and previous.shape == (problem.n_samples, problem.n_slots)):
             options["warm_start"] = previous
-        if "random_state" in accepted:
-            options["random_state"] = self.random_state
-        if "online_strategy" in accepted:
-            options["online_strategy"] = self.online_strategy
-        if "epochs" in accepted:
-            options["epochs"] = self.epochs
-        if "keep_state" in accepted and not self._precomputed and not callable(self.kernel):
-            options["keep_state"] = True
+        options = {k: v for k, v in options.items() if k in module.OPTIONS}
+        if self.max_iter == -1 and module.STOPPING_RULE is None:
+            options.pop("max_iter")  # the reference backends keep their own finite caps
+        options["verbose"] = int(self.verbose) >= 2
+        if name == "online" and not self._precomputed and not callable(self.kernel):
+            options["keep_state"] = True  # so that partial_fit can continue the fit
         return options
 
     # ---------------------------------------------------------------- fit
@@ -388,10 +393,11 @@ default='rbf'
         start = time.perf_counter()
         X, classes, problem, solver_name, gamma_ = self._build_problem(X, y)
         module = get_solver(solver_name)
+        options = self._solver_options(solver_name, module, problem)
         with warnings.catch_warnings():
             # Non-convergence is reported below, with the diagnostics.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            solution = module.solve(problem, **self._solver_options(solver_name, module, problem))
+            solution = module.solve(problem, **options)
         self._warm_alpha = solution.alpha if self.warm_start else None
         self._stream = None
         self._fit_seed = None
@@ -446,6 +452,7 @@ default='rbf'
                 )
             if sp.issparse(X):
                 X = X.toarray()
+            check_gram(X)
             gamma_ = 0.0
         else:
             gamma_ = resolve_gamma(self.gamma, X)
@@ -458,9 +465,12 @@ default='rbf'
         if callable(self.kernel):
             # As in SVC, a callable kernel is evaluated once into the training Gram
             # matrix: f(X, Y) returns the whole (n_X, n_Y) block.
-            kernel = Kernel(callable_block(self.kernel, X, X), "precomputed")
+            gram = callable_block(self.kernel, X, X)
+            check_gram(gram, "callable kernel's Gram matrix")
+            kernel = Kernel(gram, "precomputed")
         else:
             kernel = Kernel(X, self.kernel, gamma=gamma_, degree=self.degree, coef0=self.coef0)
+            check_kernel_range(kernel)
         problem = DualProblem(make_machine(self.model, n_classes), y_codes, kernel, self.C,
                               self.fit_intercept)
         solver_name = resolve_solver(self.solver, problem)
@@ -472,12 +482,40 @@ default='rbf'
         )
         return X, classes, problem, solver_name, gamma_
 
+    def _certified(self, problem, solution):
+        """The solution with its scores recomputed from β in float64 (``certify``).
+
+        Returns the solution to diagnose and the largest |F_solver − F_exact|
+        (None when nothing was recomputed).
+        """
+        if not self.certify or solution.scores is None:
+            return solution, None
+        exact = problem.scores(problem.beta(solution.alpha))
+        with np.errstate(invalid="ignore"):
+            drift = float(np.max(np.abs(exact - solution.scores), initial=0.0))
+        return replace(solution, scores=exact), drift
+
     def _set_fitted(self, X, classes, problem, solution, gamma_, start=None):
         """Certify ``solution`` with :func:`~msvm.diagnostics.diagnose` and store the model."""
         start = time.perf_counter() if start is None else start
         y_codes = problem.y
         n_classes = len(classes)
+        solution, drift = self._certified(problem, solution)
         diagnostics = diagnose(problem, solution)
+        certificate = (diagnostics.dual_objective, diagnostics.primal_objective,
+                       diagnostics.kkt_violation)
+        if not np.all(np.isfinite(certificate)):
+            raise ValueError(
+                f"The certificate of the {solution.solver!r} solution is not finite (dual "
+                f"{certificate[0]}, primal {certificate[1]}, KKT violation {certificate[2]}): "
+                "the kernel values or the scores overflow or are undefined for these data and "
+                "parameters. Scale the features or choose other kernel parameters."
+            )
+        status = solution.status
+        if (status == "optimal" and solution.solver in SOLVERS
+                and get_solver(solution.solver).STOPPING_RULE == "kkt_violation"
+                and diagnostics.kkt_violation > _KKT_SLACK * max(self.tol, TOL_FLOOR)):
+            status = "inaccurate"
         self._log(
             f"diagnostics: dual={diagnostics.dual_objective:.8g}, "
             f"primal={diagnostics.primal_objective:.8g}, "
@@ -504,17 +542,18 @@ default='rbf'
         self.n_iter_ = int(solution.n_iter)
         self.shape_fit_ = X.shape
         self.solution_ = {
-            "status": solution.status,
+            "status": status,
             "solver": solution.solver,
             "time": float(solution.time),
             "n_iter": int(solution.n_iter),
             "n_kernel_evaluations": int(solution.n_kernel_evaluations),
+            "score_drift": drift,
             **diagnostics.as_dict(),
         }
-        if solution.status not in _EXPECTED_STATUSES:
+        if status not in _EXPECTED_STATUSES:
             detail = solution.info.get("error") or solution.info.get("backend_status", "")
             warnings.warn(
-                f"Solver {solution.solver!r} did not converge (status {solution.status!r}"
+                f"Solver {solution.solver!r} did not converge (status {status!r}"
                 f"{', ' + str(detail) if detail else ''}): relative duality gap "
                 f"{diagnostics.relative_gap:.2e}, KKT residual {diagnostics.kkt_residual:.2e}. "
                 "Increase max_iter or try another solver.",
@@ -524,7 +563,6 @@ default='rbf'
         return self
 
     # -------------------------------------------------------- partial_fit
-    @available_if(_partial_fit_available)
     def partial_fit(self, X, y, classes=None):
         """Feed one chunk of a stream to the online solver (one pass, then forget it).
 
@@ -538,8 +576,8 @@ default='rbf'
         one chunk holding the whole training set gives the model of
         ``fit`` with ``solver='online', epochs=1`` and the same seed.
 
-        Available for bias-free machines (``fit_intercept=False``) with
-        ``solver='online'`` or ``'auto'``; the kernel must be one of the
+        For bias-free machines (``fit_intercept=False``) with
+        ``solver='online'`` or ``'auto'`` (else a ValueError); the kernel must be one of the
         named kernels (not ``'precomputed'`` or a callable).  ``gamma='scale'``
         is resolved on the first chunk.  A fit with ``solver='online'`` can be
         continued by ``partial_fit``; a fit by another solver cannot.
@@ -563,6 +601,16 @@ default='rbf'
             calls.
         """
         self._check_params()
+        if self.fit_intercept:
+            raise ValueError(
+                "partial_fit needs fit_intercept=False: the online solver it uses cannot keep "
+                "the equality constraints of the bias."
+            )
+        if self.solver not in ("auto", "online"):
+            raise ValueError(
+                f"partial_fit uses the online solver; solver={self.solver!r} has no streaming "
+                "mode (use solver='online' or 'auto')."
+            )
         if self._precomputed or callable(self.kernel):
             raise ValueError(
                 "partial_fit streams feature vectors; kernel='precomputed' and callable "
@@ -616,7 +664,7 @@ default='rbf'
             self.classes_ = known
             self.gamma_ = float(gamma_)
             self._stream = stream
-        status = stream.feed(X, y_codes, max_iter=None if self.max_iter == -1
+        status = stream.feed(X, y_codes, max_iter=None if self.max_iter in (None, -1)
                              else int(self.max_iter), verbose=int(self.verbose) >= 2)
         self._log(f"partial_fit: chunk of {X.shape[0]}, {stream.state.n_sp} support patterns, "
                   f"{stream.state.n_steps} steps so far, status={status}")
@@ -733,3 +781,17 @@ default='rbf'
         """
         scores = self._scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _same(value, default) -> bool:
+    """Whether a parameter value equals its default (200 and 200.0 alike)."""
+    if value is default:
+        return True
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
+#: The constructor's defaults, to tell which solver options a user has set.
+_DEFAULTS = MultiClassSVC().get_params()

@@ -30,7 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
-__all__ = ["KERNELS", "Kernel", "resolve_gamma"]
+__all__ = ["KERNELS", "Kernel", "IndefiniteKernelWarning", "check_gram", "check_kernel_range",
+           "resolve_gamma"]
 
 #: Kernel names accepted by the estimators (plus any callable).
 KERNELS = ("linear", "poly", "rbf", "laplace", "sigmoid", "precomputed")
@@ -43,6 +44,121 @@ _SKLEARN_NAMES = {"laplace": "laplacian", "poly": "polynomial"}
 # Rows of the cross-kernel computed at once when a Gram block is multiplied by
 # coefficients, to keep memory at O(chunk · n_SV) instead of O(m · n_SV).
 _CHUNK_ROWS = 2048
+
+#: Largest training set whose Gram matrix is checked for positive semidefiniteness
+#: (a Cholesky factorisation, m³/3 flops; the check is skipped, with a note in the
+#: warning, above it).
+PSD_CHECK_MAX_SAMPLES = 4000
+
+#: A precomputed or callable Gram matrix is symmetric when max|K − Kᵀ| is at most
+#: this times max|K| (round-off of a matrix computed in float64, not a property of the data).
+SYMMETRY_RTOL = 1e-10
+
+
+class IndefiniteKernelWarning(UserWarning):
+    """The kernel is not positive semidefinite: the dual is not a concave QP.
+
+    The iterative solvers then stop at a KKT point of the dual as given (a
+    stationary point, not necessarily the global optimum), and the duality
+    gap no longer bounds the suboptimality.  The reference QP solvers
+    (``'cvxpy'``, ``'osqp'``) refuse such kernels, so no two solvers can
+    silently answer two different problems.
+    """
+
+
+def psd_tolerance(K: np.ndarray) -> float:
+    """Eigenvalues above −this count as round-off: 100 · eps · m · max_i |K_ii|.
+
+    A PSD matrix computed in float64 has eigenvalue errors of order eps · m · ‖K‖.
+    """
+    m = K.shape[0]
+    scale = float(np.max(np.abs(np.diagonal(K)), initial=0.0)) or 1.0
+    return 100.0 * np.finfo(np.float64).eps * max(m, 1) * scale
+
+
+def smallest_eigenvalue(K: np.ndarray) -> float:
+    """λ_min of the symmetric matrix K (LAPACK, only the smallest one)."""
+    import scipy.linalg
+
+    return float(scipy.linalg.eigh(K, eigvals_only=True, subset_by_index=[0, 0])[0])
+
+
+def check_gram(K: np.ndarray, what: str = "precomputed kernel") -> None:
+    """Check a training Gram matrix: finite, square, symmetric, PSD.
+
+    Raises a ValueError for non-finite entries, a non-square shape or an
+    asymmetric matrix (beyond :data:`SYMMETRY_RTOL`); warns with
+    :class:`IndefiniteKernelWarning` when its smallest eigenvalue is below
+    −:func:`psd_tolerance` (checked up to :data:`PSD_CHECK_MAX_SAMPLES` points
+    by a Cholesky factorisation of K + tolerance · I).
+    """
+    import warnings
+
+    import scipy.linalg
+
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"The {what} must be a square (n_samples, n_samples) Gram matrix; "
+                         f"got shape {K.shape}.")
+    if not np.all(np.isfinite(K)):
+        raise ValueError(f"The {what} matrix contains NaN or infinite values.")
+    scale = float(np.max(np.abs(K), initial=0.0))
+    asym = float(np.max(np.abs(K - K.T), initial=0.0))
+    if asym > SYMMETRY_RTOL * scale:
+        raise ValueError(
+            f"The {what} matrix is not symmetric: max|K - K.T| = {asym:.3g} is more than "
+            f"{SYMMETRY_RTOL:g} times max|K| = {scale:.3g}. A kernel matrix k(x_i, x_j) must "
+            "be symmetric."
+        )
+    m = K.shape[0]
+    if m > PSD_CHECK_MAX_SAMPLES:
+        return
+    tol = psd_tolerance(K)
+    try:
+        scipy.linalg.cholesky(K + tol * np.eye(m), lower=True, check_finite=False)
+    except scipy.linalg.LinAlgError:
+        warnings.warn(
+            f"The {what} is not positive semidefinite (smallest eigenvalue "
+            f"{smallest_eigenvalue(K):.3g} < -{tol:.2g}): the dual is not concave, so "
+            "'optimal' certifies a KKT point of it, not the global optimum, and the duality gap "
+            "is no bound. The reference solvers 'cvxpy' and 'osqp' refuse such a kernel.",
+            IndefiniteKernelWarning, stacklevel=3,
+        )
+
+
+def check_kernel_range(kernel: Kernel) -> None:
+    """Refuse named kernels whose values overflow float64 on the training points.
+
+    By Cauchy–Schwarz |⟨x, x'⟩| ≤ max_i ‖x_i‖², so the linear and polynomial
+    kernels are finite everywhere when they are finite at that bound; RBF,
+    Laplace and sigmoid values are bounded by 1.  A sigmoid kernel (not PSD in
+    general) is checked for definiteness as a precomputed one is, up to
+    :data:`PSD_CHECK_MAX_SAMPLES` points.
+    """
+    import warnings
+
+    if kernel.is_precomputed or callable(kernel.name):
+        return
+    if kernel.name in ("linear", "poly"):
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = kernel.squared_norms()
+            bound = float(np.max(sq, initial=0.0))
+            if kernel.name == "poly":
+                bound = (kernel.gamma * bound + abs(kernel.coef0)) ** kernel.degree
+        if not np.isfinite(bound):
+            raise ValueError(
+                f"The {kernel.name} kernel overflows float64 on these training points "
+                f"(max ||x||^2 = {float(np.max(sq)):.3g}); scale the features first, e.g. "
+                "with sklearn.preprocessing.StandardScaler."
+            )
+    elif kernel.name == "sigmoid":
+        if kernel.n_samples <= PSD_CHECK_MAX_SAMPLES:
+            check_gram(kernel.gram(), "sigmoid kernel's Gram")
+        else:
+            warnings.warn(
+                "The sigmoid kernel is not positive semidefinite in general and was not "
+                f"checked (more than {PSD_CHECK_MAX_SAMPLES} points).",
+                IndefiniteKernelWarning, stacklevel=3,
+            )
 
 
 def resolve_gamma(gamma, X) -> float:
@@ -58,6 +174,9 @@ def resolve_gamma(gamma, X) -> float:
                 var = X.multiply(X).mean() - X.mean() ** 2
             else:
                 var = X.var()
+            if not np.isfinite(var):
+                raise ValueError("gamma='scale' needs the variance of X, which overflows "
+                                 "float64; scale the features first.")
             return 1.0 / (n_features * var) if var != 0 else 1.0
         if gamma == "auto":
             return 1.0 / n_features
@@ -76,6 +195,8 @@ def callable_block(kernel, A, B) -> np.ndarray:
             f"The kernel callable must return the ({A.shape[0]}, {B.shape[0]}) kernel "
             f"matrix of its two arguments; it returned shape {K.shape}."
         )
+    if not np.all(np.isfinite(K)):
+        raise ValueError("The kernel callable returned NaN or infinite values.")
     return K
 
 
@@ -147,18 +268,21 @@ class Kernel:
             return np.asarray(self.X, dtype=np.float64).diagonal().copy()
         if not callable(self.name) and self.name in ("rbf", "laplace"):
             return np.ones(self.n_samples)
-        if sp.issparse(self.X):
-            sq = np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()
-        else:
-            sq = np.einsum("ij,ij->i", self.X, self.X)
         if callable(self.name):
             return np.array([self.block(self.X[i : i + 1], self.X[i : i + 1])[0, 0]
                              for i in range(self.n_samples)])
+        sq = self.squared_norms()
         if self.name == "linear":
             return sq
         if self.name == "poly":
             return (self.gamma * sq + self.coef0) ** self.degree
         return np.tanh(self.gamma * sq + self.coef0)
+
+    def squared_norms(self) -> np.ndarray:
+        """‖x_i‖² of every training point."""
+        if sp.issparse(self.X):
+            return np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()
+        return np.einsum("ij,ij->i", self.X, self.X)
 
     def matmul(self, coef: np.ndarray, rows=None) -> np.ndarray:
         """K[rows, :] @ coef, touching only the columns where ``coef`` is non-zero.

@@ -32,7 +32,6 @@ sub-block as a precomputed kernel.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -46,18 +45,24 @@ from sklearn.utils.validation import check_is_fitted
 
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
-from msvm.estimator import _REFERENCE_SOLVERS, MultiClassSVC
+from msvm.estimator import MultiClassSVC
 from msvm.kernels import Kernel
 from msvm.problem import DualProblem
-from msvm.solvers import get_solver
+from msvm.solvers import TOL_FLOOR, get_solver
 
-__all__ = ["LeaveOneOut", "loo_error", "RadiusMarginSearch", "GRAM_MAX_SAMPLES"]
+__all__ = ["LeaveOneOut", "loo_error", "RadiusMarginSearch", "GRAM_MAX_SAMPLES", "BOUND_RTOL"]
 
 #: Largest m for which :func:`loo_error` forms the full Gram matrix (8 m² bytes).
 GRAM_MAX_SAMPLES = 8000
 
 # KKT tolerance (gradient units) assumed for the reference solvers, which have no ``tol``.
 _REFERENCE_KKT_TOL = 1e-6
+
+#: Relative accuracy of 1ᵀα that :class:`RadiusMarginSearch` solves for.  Proposition 3
+#: (Σ_k ‖w_k‖² = 1ᵀα/(Q−1)) is the sum of the complementary-slackness products
+#: α_ik·(∂J/∂α_ik); at a KKT violation ε each is at most ε·α_ik, so the identity holds to
+#: ε·(Q−1) relative.  Each grid point is therefore solved at tol ≤ BOUND_RTOL/(Q−1).
+BOUND_RTOL = 1e-4
 
 
 @dataclass
@@ -104,29 +109,32 @@ class LeaveOneOut:
         return len(self.support)
 
 
-def _solve(estimator: MultiClassSVC, solver_name: str, problem: DualProblem, warm_start=None):
-    """Solve with the estimator's solver settings, warm-started when the solver takes it."""
+def _solve(estimator: MultiClassSVC, solver_name: str, problem: DualProblem, warm_start=None,
+           tol: float | None = None):
+    """Solve with the estimator's solver settings (``tol`` at most ``tol`` when given)."""
     module = get_solver(solver_name)
-    options = estimator._solver_options(solver_name, module)
-    accepted = inspect.signature(module.solve).parameters
-    if warm_start is not None and "warm_start" in accepted:
+    options = estimator._solver_options(solver_name, module, problem)
+    if warm_start is not None and "warm_start" in module.OPTIONS:
         options["warm_start"] = warm_start
-    if problem.kernel.is_precomputed and "blas_threads" in accepted:
-        # Precomputed rows need no BLAS, and limiting threads costs ~5 ms a call.
+    if tol is not None and "tol" in options:
+        options["tol"] = min(options["tol"], tol)
+    if problem.kernel.is_precomputed and module.STOPPING_RULE is not None:
+        # The iterative solvers limit BLAS threads (~5 ms a call); precomputed rows need none.
         options["blas_threads"] = None
     return module.solve(problem, **options)
 
 
 def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
-    if solver_name in _REFERENCE_SOLVERS:
+    if get_solver(solver_name).STOPPING_RULE is None:
         return _REFERENCE_KKT_TOL
-    return max(float(estimator.tol), 1e-12) * (1 + 1e-6)
+    return max(float(estimator.tol), TOL_FLOOR) * (1 + 1e-6)
 
 
 def _retrain(estimator, solver_name, machine, y, kernel, C, fit_intercept, alpha, points, K):
-    """LOO scores h(x_p) of the machine retrained without p, for every p in ``points``."""
+    """LOO scores h(x_p) of the machine retrained without p, and whether each converged."""
     m = len(y)
     out = np.empty((len(points), machine.n_classes))
+    converged = np.empty(len(points), dtype=bool)
     for k, p in enumerate(points):
         keep = np.flatnonzero(np.arange(m) != p)
         if K is not None:
@@ -139,7 +147,8 @@ def _retrain(estimator, solver_name, machine, y, kernel, C, fit_intercept, alpha
         problem = DualProblem(machine, y[keep], sub, C, fit_intercept)
         solution = _solve(estimator, solver_name, problem, warm_start=alpha[keep])
         out[k] = row @ problem.beta(solution.alpha) + solution.b
-    return out
+        converged[k] = solution.status == "optimal"
+    return out, converged
 
 
 def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
@@ -163,8 +172,11 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
     Raises
     ------
     RuntimeError
-        If removing a non-support vector would not keep the full solution
-        optimal to the solver's tolerance (the full solve did not converge).
+        If the full solve did not converge, so that removing a non-support
+        vector would not keep the full solution optimal to the solver's
+        tolerance, or if a retrained machine did not converge.  "Exact" means
+        that every machine whose prediction is counted satisfies the KKT
+        conditions to ``tol`` (the solver's stopping rule).
     """
     if not isinstance(estimator, MultiClassSVC):
         raise TypeError(f"estimator must be a msvm.MultiClassSVC, got {type(estimator).__name__}.")
@@ -189,7 +201,7 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
         top, second = v[order[0]], (v[order[1]] if m > 1 else 0.0)
         reduced = float(np.max(np.where(non_support == order[0], second, top)))
     tolerance = _kkt_tolerance(est, solver_name)
-    if reduced > tolerance:
+    if solution.status != "optimal" or reduced > tolerance:
         raise RuntimeError(
             f"Removing a non-support vector leaves a KKT violation of {reduced:.3e} > "
             f"{tolerance:.3e}: the full solution is not optimal (solver {solver_name!r}, status "
@@ -207,7 +219,13 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
         # Threads: the solvers' loops release the GIL, and the Gram matrix is shared.
         parts = Parallel(n_jobs=n_jobs, prefer="threads")(
             delayed(_retrain)(*args, chunk, K) for chunk in chunks if len(chunk))
-        scores[support] = np.concatenate(parts)
+        scores[support] = np.concatenate([part[0] for part in parts])
+        failed = int(np.count_nonzero(~np.concatenate([part[1] for part in parts])))
+        if failed:
+            raise RuntimeError(
+                f"{failed} of the {len(support)} retrained machines did not converge (solver "
+                f"{solver_name!r}); their LOO predictions would not be those of optimal "
+                "machines. Raise max_iter or use another solver.")
     pred = np.argmax(scores, axis=1)
     errors = pred != problem.y
     return LeaveOneOut(n_errors=int(errors.sum()), errors=errors, predictions=classes[pred],
@@ -261,8 +279,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``param_<name>``, ``bound`` (bound on the LOO error count),
         ``bound_rate`` (bound / m), ``radius2``, ``sum_alpha`` (1ᵀα),
         ``n_candidates``, ``n_support``, ``fit_time``, ``bound_time``,
-        ``time`` (their sum), ``status`` and ``rank_bound`` (rank by the
-        criterion, 1 = selected).
+        ``time`` (their sum), ``status``, ``converged`` (status
+        ``'optimal'``; a point that did not converge is ranked after every
+        converged one and never selected) and ``rank_bound`` (rank by the
+        criterion, 1 = selected).  Each point is solved at
+        ``tol = min(estimator.tol, BOUND_RTOL / (Q − 1))``, the accuracy
+        Proposition 3 needs (:data:`BOUND_RTOL`).
     best_index_ : int
     best_params_ : dict
     best_score_ : float
@@ -338,7 +360,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 X_, classes, problem, solver_name, gamma_ = est._build_problem(X, y)
                 warm = previous if previous is not None and previous.shape == problem.zeros(
                 ).shape else None
-                solution = _solve(est, solver_name, problem, warm_start=warm)
+                solution = _solve(est, solver_name, problem, warm_start=warm,
+                                  tol=BOUND_RTOL / (problem.n_classes - 1))
                 fit_time = time.perf_counter() - tic
                 tic = time.perf_counter()
                 if problem.fit_intercept:
@@ -353,20 +376,25 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     sum_alpha=bound.sum_alpha, n_candidates=bound.n_candidates,
                     n_support=int(np.count_nonzero(np.any(solution.alpha > 0, axis=1))),
                     fit_time=fit_time, bound_time=bound_time, time=fit_time + bound_time,
-                    status=solution.status)
+                    status=solution.status, converged=solution.status == "optimal")
                 if self.verbose:
                     print(f"[RadiusMarginSearch] {grid[index]}: bound {bound.bound:.4g} "
                           f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}, 1'a "
                           f"{bound.sum_alpha:.4g}, {fit_time + bound_time:.2f} s", flush=True)
-                if best is None or self._key(records[index]) < self._key(records[best[0]]):
+                if records[index]["converged"] and (
+                        best is None or self._key(records[index]) < self._key(records[best[0]])):
                     best = (index, est, X_, classes, problem, solution, gamma_)
+        if best is None:
+            raise RuntimeError("No grid point converged; the bounds assume optimal solutions. "
+                               "Raise max_iter or use another solver.")
         self._store(grid, records, best)
         return self
 
     def _key(self, record):
+        # A grid point whose solve did not converge ranks after every converged one.
         if self.criterion == "candidates":
-            return (record["n_candidates"], record["bound"])
-        return (record["bound"],)
+            return (not record["converged"], record["n_candidates"], record["bound"])
+        return (not record["converged"], record["bound"])
 
     def _store(self, grid, records, best):
         results = {"params": grid}

@@ -1,16 +1,34 @@
 """Solvers of the unified dual, one module per algorithm, imported lazily.
 
 Every solver module exposes ``solve(problem, *, tol, max_iter, warm_start,
-verbose, **options) -> DualSolution`` and two flags: ``SUPPORTS_BIAS`` and
-``SUPPORTS_NO_BIAS``.  :func:`get_solver` imports a module only when it is
-asked for, so that e.g. cvxpy is not loaded by a user who never calls it.
+verbose, **options) -> DualSolution`` and declares what it can do:
+
+``SUPPORTS_BIAS``, ``SUPPORTS_NO_BIAS``
+    Whether it solves the dual with / without the bias's equality constraints.
+``OPTIONS``
+    The estimator parameters of :class:`msvm.MultiClassSVC` it honours (a
+    subset of :data:`ESTIMATOR_OPTIONS`); the estimator refuses or warns
+    about the others instead of dropping them.
+``STOPPING_RULE``
+    What ``tol`` bounds at a solution it calls optimal: ``'kkt_violation'``
+    (the largest KKT violation in gradient units, re-checked on the float64
+    certificate), ``'fw_gap'`` (the Frank–Wolfe gap relative to the dual) or
+    None (the reference solvers, which solve to their backend's precision).
+
+:func:`get_solver` imports a module only when it is asked for, so that e.g.
+cvxpy is not loaded by a user who never calls it.
 """
 
 from __future__ import annotations
 
 import importlib
+import time
+import warnings
 
-__all__ = ["SOLVERS", "get_solver", "resolve_solver"]
+import numpy as np
+
+__all__ = ["SOLVERS", "ESTIMATOR_OPTIONS", "TOL_FLOOR", "STALL_SECONDS", "TIME_SLICE",
+           "StallWatch", "default_max_iter", "check_tol", "get_solver", "resolve_solver"]
 
 #: Solver name -> module implementing it.
 SOLVERS = {
@@ -20,6 +38,66 @@ SOLVERS = {
     "online": "msvm.solvers.online",
     "frank_wolfe": "msvm.solvers.frank_wolfe",
 }
+
+#: Parameters of the estimator that are options of a solver (``verbose`` and
+#: ``max_iter`` are honoured by every solver).
+ESTIMATOR_OPTIONS = ("tol", "max_iter", "warm_start", "cache_size", "cache_dtype", "n_jobs",
+                     "random_state", "online_strategy", "epochs")
+
+#: Smallest ``tol`` an iterative solver is run at.  A gradient entry is the
+#: difference of an O(1) target γ and a score, a sum of m kernel terms kept up
+#: to date by rank-one updates; below this its round-off decides whether a
+#: violation is positive, so a smaller ``tol`` would loop without progress.
+TOL_FLOOR = 1e-12
+
+#: An iterative solver whose dual objective has not increased for this many
+#: seconds of work stops with status ``'stalled'`` (progress below round-off).
+STALL_SECONDS = 2.0
+
+#: The compiled loops return to Python at least this often (seconds), so that
+#: Ctrl-C (SIGINT) interrupts a fit and progress lines can be printed.
+TIME_SLICE = 0.5
+
+
+def default_max_iter(n_samples: int) -> int:
+    """The iteration budget when the user sets none: max(10⁷, 100·m), as libsvm's."""
+    return max(10_000_000, 100 * int(n_samples))
+
+
+def check_tol(tol, default: float = 1e-3) -> float:
+    """``tol`` as a float ≥ :data:`TOL_FLOOR` (raised to it with a warning)."""
+    tol = default if tol is None else tol
+    if not tol >= 0:  # also catches NaN
+        raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
+    if tol < TOL_FLOOR:
+        warnings.warn(
+            f"tol={tol:g} is below what float64 arithmetic can certify; raised to the floor "
+            f"{TOL_FLOOR:g} (msvm.solvers.TOL_FLOOR).", UserWarning, stacklevel=3)
+        return TOL_FLOOR
+    return float(tol)
+
+
+class StallWatch:
+    """Tells an iterative solver when its minimised objective J stopped decreasing.
+
+    Called between time slices; :meth:`stalled` is True when J has not
+    decreased for :data:`STALL_SECONDS` or is not finite.
+    """
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.best = float(objective())
+        self.since = time.perf_counter()
+
+    def stalled(self) -> bool:
+        J = float(self.objective())
+        now = time.perf_counter()
+        if not np.isfinite(J):
+            return True
+        if J < self.best:
+            self.best, self.since = J, now
+            return False
+        return now - self.since >= STALL_SECONDS
 
 
 def get_solver(name: str):
@@ -35,10 +113,8 @@ def resolve_solver(name: str, problem) -> str:
     ``'auto'`` picks ``'s2do'`` for the bias-free machines and
     ``'frank_wolfe'`` (the only decomposition solver that keeps the bias's
     equality constraints) with a bias, whatever the size.  The reference QP
-    solvers are never picked: measured on the 150–200-point problems of the
-    validation suite, Frank–Wolfe at its default tolerance is as fast or
-    faster than cvxpy/Clarabel, and the reference solvers' cost grows with
-    the cube of the number of variables (``benchmarks/bench_frank_wolfe.py``).
+    solvers are never picked: their cost grows with the cube of the number
+    of variables (``benchmarks/bench_frank_wolfe.py``).
     """
     if name == "auto":
         name = "frank_wolfe" if problem.fit_intercept else "s2do"

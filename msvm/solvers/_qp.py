@@ -23,6 +23,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from msvm.kernels import psd_tolerance
 from msvm.problem import DualProblem
 
 # The factor form is used when the kernel's numerical rank k is below this
@@ -78,8 +79,18 @@ class ExplicitQP:
 
 
 def kernel_factor(K: np.ndarray) -> np.ndarray:
-    """L with K ≈ L Lᵀ (eigenvalues below round-off dropped, negative ones clipped)."""
+    """L with K ≈ L Lᵀ (eigenvalues below round-off dropped).
+
+    An indefinite K (an eigenvalue below −:func:`msvm.kernels.psd_tolerance`)
+    makes the dual non-convex, which these solvers cannot solve: ValueError.
+    """
     w, V = np.linalg.eigh(0.5 * (K + K.T))
+    if w.min(initial=0.0) < -psd_tolerance(K):
+        raise ValueError(
+            f"The reference QP solvers need a positive semidefinite kernel; this Gram matrix "
+            f"has the eigenvalue {w.min():.3g}. Use an iterative solver ('s2do', "
+            "'frank_wolfe'), which finds a KKT point of the non-concave dual."
+        )
     keep = w > max(w.max(initial=0.0), 0.0) * 1e-13
     return V[:, keep] * np.sqrt(w[keep])
 

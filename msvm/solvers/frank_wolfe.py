@@ -112,6 +112,8 @@ seed 000 (6) in :func:`msvm.diagnostics.diagnose`.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 
@@ -121,12 +123,16 @@ import scipy.linalg
 from msvm._core._frank_wolfe import line_search_step, linear_minimizer, local_pairwise
 from msvm.diagnostics import bias_from_kkt
 from msvm.problem import DualProblem, DualSolution
+from msvm.solvers import STALL_SECONDS, StallWatch, check_tol, default_max_iter
 from msvm.solvers.s2do import _blas_threads, _start
 
 __all__ = ["solve", "VARIANTS"]
 
 SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = True
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size"})
+STOPPING_RULE = "fw_gap"
 
 #: Step variants accepted by ``fw_variant``.
 VARIANTS = ("classic", "away", "pairwise")
@@ -185,8 +191,7 @@ class _LinearProblem:
         lp.a_matrix_.start_ = A.indptr
         lp.a_matrix_.index_ = A.indices
         lp.a_matrix_.value_ = A.data
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
+        self.highs = _quiet_highs()
         # The defaults (1e-7) would leave the equality rows at 1e-7.
         self.highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
         self.highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
@@ -744,10 +749,36 @@ def _repair_equality(problem: DualProblem, alpha: np.ndarray, cap: float):
     flat[free] = np.clip(flat[free] + delta, 0.0, cap)
 
 
+def _quiet_highs():
+    """A ``highspy.Highs`` with its output off.
+
+    Its constructor prints a banner on the process's stdout (file descriptor 1,
+    from C++, once per process) before any option can be set, so descriptor 1
+    is pointed at the null device while it runs.
+    """
+    import ctypes
+
+    import highspy
+
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        if os.name == "posix":
+            ctypes.CDLL(None).fflush(None)  # the banner may sit in C's stdout buffer
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    return highs
+
+
 def _check_options(tol, max_iter, fw_variant, working_set_size, cache_size, full_lp_every):
-    tol = 1e-3 if tol is None else tol
-    if not isinstance(tol, int | float) or isinstance(tol, bool) or not tol >= 0:
+    if tol is not None and (not isinstance(tol, int | float) or isinstance(tol, bool)):
         raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+    tol = check_tol(tol)
     if max_iter is not None and (not isinstance(max_iter, int | np.integer) or max_iter < 1):
         raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
     if fw_variant not in VARIANTS:
@@ -761,7 +792,7 @@ def _check_options(tol, max_iter, fw_variant, working_set_size, cache_size, full
         raise ValueError(f"cache_size must be a positive number of MB, got {cache_size!r}.")
     if not isinstance(full_lp_every, int | np.integer) or full_lp_every < 1:
         raise ValueError(f"full_lp_every must be a positive integer, got {full_lp_every!r}.")
-    return float(tol)
+    return tol
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
@@ -783,8 +814,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Cap on the number of steps (status ``"max_iter"`` and a
         ``ConvergenceWarning`` when reached).
     warm_start : DualSolution or ndarray of shape (m, P), optional
-        Feasible starting point (with a bias it must satisfy the equality
-        constraints).
+        Starting point, made feasible as :func:`msvm.solvers.s2do.solve`'s
+        (with a bias also projected onto the equality constraints).
     verbose : bool
         Print the dual objective and the gap bound at most once per second.
     cache_size : float
@@ -825,16 +856,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     """
     start_time = time.perf_counter()
     tol = _check_options(tol, max_iter, fw_variant, working_set_size, cache_size, full_lp_every)
-    budget = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    budget = default_max_iter(problem.n_samples) if max_iter is None else int(max_iter)
     m = problem.n_samples
     n_B = working_set_size
     if n_B is None:
         n_B = m if m <= 200 else 200
     n_B = m if n_B == "all" else min(int(n_B), m)
     alpha = _start(problem, warm_start)
-    if problem.fit_intercept and np.max(np.abs(problem.equality_residual(alpha)),
-                                        initial=0.0) > 1e-9 * problem.C:
-        raise ValueError("warm_start does not satisfy the equality constraints of the bias.")
     cache = problem.kernel.cache(cache_size)
     history = []
     status = "max_iter"
@@ -854,6 +882,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
         stalls = idle = 0
         exact = False
+        progress = StallWatch(solver.objective)
         rng = np.random.default_rng(0)
         while True:
             J = solver.objective()
@@ -916,6 +945,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             n_face += block.n_face_steps
             moved = solver.apply(block, rows)
             stalls = 0 if moved else stalls + 1
+            if progress.stalled():
+                status = "stalled"
+                break
             if solver.bias and n_B < m:
                 # With a bias the gap shares (one λ for everything) can pick a working
                 # set whose own problem is already solved on its face: no vertex step
@@ -941,12 +973,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                 b_lp = -(problem.equality_basis @ lam)
     if not solver.bias:
         fw_gap = float(solver.shares().sum())
-    if status == "max_iter":
+    if status in ("max_iter", "stalled"):
         from sklearn.exceptions import ConvergenceWarning
 
-        warnings.warn(f"frank_wolfe stopped at max_iter={max_iter} steps before its gap "
-                      f"reached tol={tol:g} relative; increase max_iter.", ConvergenceWarning,
-                      stacklevel=2)
+        reason = (f"at max_iter={budget} steps" if status == "max_iter" else
+                  f"after its dual objective stopped increasing for {STALL_SECONDS:g} s")
+        warnings.warn(f"frank_wolfe stopped {reason} before its gap reached tol={tol:g} "
+                      "relative.", ConvergenceWarning, stacklevel=2)
     grad = solver.g
     b, b_method = bias_from_kkt(problem, solver.alpha, grad, solver.F)
     if b_method != "kkt" and b_lp is not None:

@@ -47,11 +47,16 @@ from sklearn.utils import check_random_state
 from msvm.kernels import KERNEL_CODES, Kernel
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
+from msvm.solvers import TIME_SLICE, StallWatch, check_tol, default_max_iter
 from msvm.solvers._curve import BuildUpCurve
 from msvm.solvers.s2do import _blas_threads
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"tol", "max_iter", "cache_size", "random_state", "online_strategy",
+                     "epochs"})
+STOPPING_RULE = "kkt_violation"
 
 #: Working-set strategies of §4.2.2, by their ``online_strategy`` names.
 STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
@@ -59,6 +64,7 @@ DEFAULT_STRATEGY = "s2do_all"
 
 # Return codes of OnlineState.run_pass / finish.
 _DONE, _MAX_STEPS, _TIME_UP, _NO_MEMORY = 0, 1, 2, 3
+_STALLED = -1  # set by _drive, not by the compiled loop
 _DENSE, _SPARSE, _GRAM = 0, 1, 2
 
 
@@ -262,9 +268,13 @@ def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
     """Call ``state.run_pass`` or ``state.finish`` in time slices until it returns.
 
     ``budget[0]`` is the number of 2-D steps left (decremented); ``tick()`` is
-    called after every slice (progress lines, curve points).
+    called after every slice (progress lines, curve points).  ``finish``, whose
+    every step decreases J, stops with ``_STALLED`` when J stops decreasing
+    (:class:`~msvm.solvers.StallWatch`); a pass may visit many patterns that
+    need no step, so it is not watched.
     """
     run = getattr(state, method)
+    stall = StallWatch(lambda: state.J) if method == "finish" else None
     while True:
         before = state.n_steps
         code = run(max(budget[0], 0), slice_)
@@ -274,6 +284,8 @@ def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
             raise MemoryError("The online solver ran out of memory (support patterns or cache).")
         if code != _TIME_UP:
             return code
+        if stall is not None and stall.stalled():
+            return _STALLED
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
@@ -339,9 +351,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     """
     if problem.fit_intercept:
         raise ValueError("Solver 'online' cannot handle a bias; use fit_intercept=False.")
-    tol = 1e-3 if tol is None else float(tol)
-    if not tol >= 0:
-        raise ValueError(f"tol must be non-negative, got {tol!r}.")
+    tol = check_tol(tol)
     strategy = check_strategy(online_strategy)
     epochs = check_epochs(epochs)
     if not (isinstance(cache_size, (int, float)) and cache_size > 0):
@@ -369,7 +379,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                           kernel.degree, kernel.coef0, gram)
     y = np.ascontiguousarray(problem.y, dtype=np.intp)
     gids = np.arange(m, dtype=np.intp)
-    budget = [np.iinfo(np.int64).max if max_iter is None else int(max_iter)]
+    budget = [default_max_iter(m) if max_iter is None else int(max_iter)]
     epoch = 0
     phase = "pass"
     last_print = [-np.inf]
@@ -395,8 +405,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                   f"{state.n_sp}  steps {state.n_steps}  dual {-state.J:.10g}  kernel "
                   f"evaluations {state.n_kernel_evaluations}", flush=True)
 
-    slice_ = min(1.0 if verbose else np.inf, np.inf if trace is None else float(trace))
+    slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     status = None
+    best_J = np.inf
     if curve is not None:
         tick(force=True)
     with _blas_threads(blas_threads):
@@ -420,17 +431,22 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                     status = "optimal"
                     break
                 phase = "finish"
-                if _drive(state, "finish", budget, slice_, tick) == _MAX_STEPS:
-                    status = "max_iter"
+                code = _drive(state, "finish", budget, slice_, tick)
+                if code in (_MAX_STEPS, _STALLED) or not state.J < best_J:
+                    # An epoch and a finish that did not decrease J: round-off decides.
+                    status = "max_iter" if code == _MAX_STEPS else "stalled"
                     break
+                best_J = state.J
     if curve is not None or verbose:
         tick(force=True)
-    if status == "max_iter":
+    if status in ("max_iter", "stalled"):
         from sklearn.exceptions import ConvergenceWarning
 
+        reason = ("at max_iter" if status == "max_iter" else
+                  "because its dual objective stopped increasing (round-off)")
         warnings.warn(
-            f"online stopped at max_iter={max_iter} steps in epoch {epoch + 1}; increase "
-            "max_iter.", ConvergenceWarning, stacklevel=2,
+            f"online stopped {reason} in epoch {epoch + 1} with a KKT violation of "
+            f"{state.max_violation():.3e} > tol={tol:g}.", ConvergenceWarning, stacklevel=2,
         )
     gids_sp, _, alpha_sp, _ = state.support()
     alpha = problem.zeros()
@@ -616,7 +632,7 @@ class OnlineStream:
                       f"{-self.state.J:.10g}", flush=True)
 
         with _blas_threads(1):
-            code = _drive(self.state, "run_pass", budget, 1.0 if verbose else np.inf, tick)
+            code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
         self.n_seen += n
         self.n_calls += 1
         self.time += time.perf_counter() - start

@@ -18,6 +18,9 @@ from msvm.solvers import _qp
 
 SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = True
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"max_iter"})
+STOPPING_RULE = None
 
 CLARABEL_TOL = 1e-11
 

@@ -20,6 +20,9 @@ from msvm.solvers import _qp
 
 SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = True
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"max_iter"})
+STOPPING_RULE = None
 
 OSQP_EPS = 1e-10
 # (eps, settings) tried in turn until one is solved (and, at a looser eps than

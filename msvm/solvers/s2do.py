@@ -24,12 +24,16 @@ from contextlib import contextmanager
 import numpy as np
 
 from msvm.problem import DualProblem, DualSolution
+from msvm.solvers import STALL_SECONDS, TIME_SLICE, StallWatch, check_tol, default_max_iter
 from msvm.solvers._curve import BuildUpCurve
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size", "cache_dtype", "n_jobs"})
+STOPPING_RULE = "kkt_violation"
 
-_STATUS = {0: "optimal", 1: "max_iter", 2: "running"}
+_STATUS = {0: "optimal", 1: "max_iter", 2: "running", 3: "stalled"}
 
 
 def _tables(problem: DualProblem):
@@ -110,7 +114,13 @@ def _fast_tables(problem: DualProblem, tables: dict):
 
 
 def _start(problem: DualProblem, warm_start) -> np.ndarray:
-    """A feasible α to start from: zeros, or the warm start made feasible."""
+    """A feasible α to start from: zeros, or the warm start made feasible.
+
+    Negative entries are clipped, slack groups over C scaled back to C (the
+    shape of a solution for a larger C is kept), and with a bias the result is
+    projected onto the equality constraints too
+    (:func:`msvm.diagnostics.project_feasible`).
+    """
     if warm_start is None:
         return problem.zeros()
     alpha = warm_start.alpha if isinstance(warm_start, DualSolution) else warm_start
@@ -128,6 +138,10 @@ def _start(problem: DualProblem, warm_start) -> np.ndarray:
             factor = np.where(sums[:, r] > problem.C, problem.C / np.maximum(sums[:, r], 1e-300),
                               1.0)
             alpha = np.where(member, alpha * factor[:, None], alpha)
+    if problem.fit_intercept:
+        from msvm.diagnostics import project_feasible
+
+        alpha = project_feasible(problem, alpha)
     return np.ascontiguousarray(alpha)
 
 
@@ -174,10 +188,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     problem : DualProblem
         Must have ``fit_intercept=False``.
     tol : float, optional
-        Largest KKT violation at the solution, in gradient units (default 1e-3).
+        Largest KKT violation at the solution, in gradient units (default 1e-3;
+        at least :data:`msvm.solvers.TOL_FLOOR`).
     max_iter : int, optional
-        Iteration cap (default: none); reaching it gives status ``"max_iter"``
-        and a :class:`~sklearn.exceptions.ConvergenceWarning`.  An iteration is
+        Iteration cap (default :func:`msvm.solvers.default_max_iter`); reaching
+        it gives status ``"max_iter"`` and a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.  The loop also stops,
+        with status ``"stalled"``, when the dual objective has not increased
+        for :data:`msvm.solvers.STALL_SECONDS`.  An iteration is
         one working set and one pass over the examples (with ``block_steps``
         it may hold several 2-D steps; ``info["n_steps"]`` counts those).
     warm_start : DualSolution or ndarray of shape (m, P), optional
@@ -258,10 +276,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if problem.fit_intercept:
         raise ValueError("Solver 's2do' cannot handle a bias; use fit_intercept=False.")
     start = time.perf_counter()
-    tol = 1e-3 if tol is None else float(tol)
-    if not tol >= 0:
-        raise ValueError(f"tol must be non-negative, got {tol!r}.")
-    budget = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    tol = check_tol(tol)
+    budget = default_max_iter(problem.n_samples) if max_iter is None else int(max_iter)
     # Options first: the state's constructor computes Gram rows for a warm start.
     if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
         raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
@@ -297,8 +313,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         curve.record(elapsed, cache.n_kernel_evaluations, dual, state.n_iter, model=model,
                      max_violation=float(state.max_violation))
 
-    slice_ = min(1.0 if verbose else np.inf, np.inf if trace is None else float(trace))
+    slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     last_print = -np.inf
+    stall = StallWatch(state.objective)
     state.tune_threads = bool(tune_threads)
     state.lazy = bool(lazy)
     state.block_steps = bool(block_steps)
@@ -324,14 +341,18 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             )
         if code != 2:
             break
-    if code == 1:
+        if stall.stalled():
+            code = 3
+            break
+    if code in (1, 3):
         from sklearn.exceptions import ConvergenceWarning
 
+        reason = (f"at max_iter={budget} iterations" if code == 1 else
+                  f"after its dual objective stopped increasing for {STALL_SECONDS:g} s "
+                  "(round-off)")
         warnings.warn(
-            f"s2do stopped at max_iter={max_iter} iterations with a KKT violation of "
-            f"{state.max_violation:.3e} > tol={tol:g}; increase max_iter.",
-            ConvergenceWarning,
-            stacklevel=2,
+            f"s2do stopped {reason} with a KKT violation of {state.max_violation:.3e} > "
+            f"tol={tol:g}.", ConvergenceWarning, stacklevel=2,
         )
     return DualSolution(
         alpha=alpha,
