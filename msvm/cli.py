@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -105,14 +106,15 @@ def _build_parser() -> _Parser:
     fit.add_argument("--C", type=float, default=1.0, help="C (default 1)")
     fit.add_argument("--gamma", type=_gamma, default="scale",
                      help="'scale', 'auto' or a number (default scale)")
-    fit.add_argument("--degree", type=float, default=3, help="poly degree (default 3)")
+    fit.add_argument("--degree", type=int, default=3, help="poly degree, an integer (default 3)")
     fit.add_argument("--coef0", type=float, default=0.0, help="poly/sigmoid coef0 (default 0)")
     fit.add_argument("--bias", action="store_true", help="fit an intercept b (default: no bias)")
     fit.add_argument("--solver", default="auto", choices=["auto", *sorted(SOLVERS)],
                      help="solver (default auto)")
     fit.add_argument("--tol", type=float, default=1e-3,
                      help="KKT tolerance of iterative solvers (default 1e-3)")
-    fit.add_argument("--max-iter", type=int, default=-1, help="solver iteration cap (-1: none)")
+    fit.add_argument("--max-iter", type=int, default=None,
+                     help="solver iteration cap (default max(1e7, 100 m); -1: none)")
     fit.add_argument("--verbose", action="store_true", help="print a line per fitting stage")
     fit.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
     return parser
@@ -163,6 +165,17 @@ def _fit_and_score(estimator, X_train, y_train, X_eval, y_eval, prog: str) -> di
                                "solver", "n_iter")},
         "solution": sol,
     }
+
+
+def _check_writable(path: str | None) -> None:
+    """Fail before training, not after, when the --json file cannot be written."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"--json {path!r} is a directory")
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ValueError(f"--json {path!r}: folder {folder!r} does not exist or is not writable")
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -277,7 +290,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     prog = f"msvm {args.command}"
     try:
+        _check_writable(args.json)
         return _demo(args, prog) if args.command == "demo" else _fit(args, prog)
+    except BrokenPipeError:
+        # The reader went away (e.g. `msvm fit ... | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -48,6 +48,64 @@ def _integral_labels(y: np.ndarray) -> np.ndarray:
     return y
 
 
+def _open_text(path: str):
+    """Binary handle of a plain, ``.bz2`` or ``.gz`` file (as sklearn opens them)."""
+    if path.endswith(".bz2"):
+        import bz2
+
+        return bz2.open(path, "rb")
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _line_problem(raw: bytes) -> str | None:
+    """Why one line is not ``label [qid:n] idx:val ...`` (None when it is)."""
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        return "not text (non-ASCII bytes)"
+    tokens = text.split("#", 1)[0].split()
+    if not tokens:
+        return None
+    try:
+        labels = [float(v) for v in tokens[0].split(",")]
+    except ValueError:
+        return f"the label {tokens[0]!r} is not a number"
+    if not all(np.isfinite(labels)):
+        return f"the label {tokens[0]!r} is not finite"
+    for token in tokens[1:]:
+        index, sep, value = token.partition(":")
+        if not sep:
+            return f"{token!r} is not an index:value pair"
+        if index == "qid":
+            continue
+        try:
+            index, value = int(index), float(value)
+        except ValueError:
+            return f"{token!r} is not an integer index and a number"
+        if index < 0:
+            return f"the feature index {index} is negative"
+        if not np.isfinite(value):
+            return f"the value of feature {index} is not finite"
+    return None
+
+
+def _first_bad_line(path: str) -> str | None:
+    """'line N: why' for the first malformed line of a LIBSVM file, or None."""
+    try:
+        with _open_text(path) as fh:
+            for number, raw in enumerate(fh, start=1):
+                problem = _line_problem(raw)
+                if problem is not None:
+                    return f"line {number}: {problem}"
+    except (OSError, EOFError, ValueError) as exc:  # corrupt compressed stream
+        return f"the file cannot be decompressed or read ({exc})"
+    return None
+
+
 def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"):
     """Load several LIBSVM files with a common number of features.
 
@@ -87,7 +145,11 @@ def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"
         loaded = load_svmlight_files(paths, n_features=n_features, dtype=np.float64,
                                      zero_based=zero_based)
     except (ValueError, OSError, EOFError, IndexError, TypeError, UnicodeError) as exc:
-        # sklearn does not say which file failed: find it by reading them one by one.
+        # sklearn's parser names neither the file nor the line: find them.
+        for path in paths:
+            problem = _first_bad_line(path)
+            if problem is not None:
+                raise ValueError(f"Cannot read LIBSVM file {path!r}: {problem}.") from exc
         culprit = paths[0]
         if len(paths) > 1:
             for path in paths:
@@ -104,6 +166,9 @@ def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"
     for path, (X, y) in zip(paths, zip(loaded[::2], loaded[1::2], strict=True), strict=True):
         if X.shape[0] == 0:
             raise ValueError(f"LIBSVM file {path!r} contains no samples.")
+        if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
+            problem = _first_bad_line(path) or "NaN or infinite values"
+            raise ValueError(f"Cannot read LIBSVM file {path!r}: {problem}.")
         out.extend([X.tocsr(), _integral_labels(np.asarray(y))])
     return out
 

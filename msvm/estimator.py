@@ -455,7 +455,7 @@ default='rbf'
             check_gram(X)
             gamma_ = 0.0
         else:
-            gamma_ = resolve_gamma(self.gamma, X)
+            gamma_ = resolve_gamma(self.gamma, X, used=self.kernel != "linear")
         self._log(
             f"data: {X.shape[0]} samples, {X.shape[1]} "
             f"{'kernel columns' if self._precomputed else 'features'}"

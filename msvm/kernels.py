@@ -143,7 +143,8 @@ def check_kernel_range(kernel: Kernel) -> None:
             sq = kernel.squared_norms()
             bound = float(np.max(sq, initial=0.0))
             if kernel.name == "poly":
-                bound = (kernel.gamma * bound + abs(kernel.coef0)) ** kernel.degree
+                bound = np.power(np.float64(kernel.gamma * bound + abs(kernel.coef0)),
+                                 kernel.degree)
         if not np.isfinite(bound):
             raise ValueError(
                 f"The {kernel.name} kernel overflows float64 on these training points "
@@ -161,19 +162,23 @@ def check_kernel_range(kernel: Kernel) -> None:
             )
 
 
-def resolve_gamma(gamma, X) -> float:
+def resolve_gamma(gamma, X, *, used: bool = True) -> float:
     """Turn ``'scale'``, ``'auto'`` or a number into the RBF/poly/sigmoid γ.
 
     ``'scale'`` is 1 / (n_features · Var(X)) and ``'auto'`` is 1 / n_features,
-    exactly as in :class:`sklearn.svm.SVC`.
+    exactly as in :class:`sklearn.svm.SVC`.  A variance that overflows is an
+    error when the kernel uses γ (``used``), else γ is reported as 1.
     """
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
-            if sp.issparse(X):
-                var = X.multiply(X).mean() - X.mean() ** 2
-            else:
-                var = X.var()
+            with np.errstate(over="ignore", invalid="ignore"):
+                if sp.issparse(X):
+                    var = X.multiply(X).mean() - X.mean() ** 2
+                else:
+                    var = X.var()
+            if not np.isfinite(var) and not used:
+                return 1.0
             if not np.isfinite(var):
                 raise ValueError("gamma='scale' needs the variance of X, which overflows "
                                  "float64; scale the features first.")

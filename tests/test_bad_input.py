@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import types
 
@@ -12,10 +11,11 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
 
+import msvm.datasets
 import msvm.solvers
 from msvm import MultiClassSVC
 from msvm.datasets import DatasetNotFoundError, load_libsvm, shared_dataset
-from msvm.machines import MACHINES
+from msvm.kernels import IndefiniteKernelWarning
 
 
 @pytest.fixture(scope="module")
@@ -30,153 +30,211 @@ def fitted(data):
     return MultiClassSVC().fit(X, y)
 
 
-# ------------------------------------------------------------------ data
-def test_nan_in_X(data):
-    X, y = data
+# ------------------------------------------------------------ the table
+# Each case: a call that must fail, the exception type, and a regex of the message
+# naming the problem.  ``d`` is the (X, y) fixture, ``t`` a temporary folder.
+
+def _with(X, i, j, value):
     X = X.copy()
-    X[3, 1] = np.nan
-    with pytest.raises(ValueError, match="Input X contains NaN"):
-        MultiClassSVC().fit(X, y)
+    X[i, j] = value
+    return X
 
 
-def test_inf_in_X(data):
+def _file(t, name, content: bytes):
+    path = t / name
+    path.write_bytes(content)
+    return path
+
+
+class CLIError(Exception):
+    """A command line that exited with a non-zero status; the message is its stderr."""
+
+
+def _cli(argv):
+    import contextlib
+    import io
+
+    from msvm.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main([str(a) for a in argv])
+    if code != 0:
+        raise CLIError(f"exit {code}: {err.getvalue()}")
+
+
+def _asym(d):
+    K = rbf_kernel(d[0])
+    K[0, 1] += 0.5
+    return K
+
+
+def _indefinite(d):
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((len(d[1]), len(d[1])))
+    return A + A.T
+
+
+def _fresh_stream(d, **kw):
+    est = MultiClassSVC(**kw)
+    est.partial_fit(d[0][:10], d[1][:10], classes=[0, 1, 2])
+    return est
+
+
+def _wine(t):
+    return msvm.datasets.find_shared_datasets() / "wine" / "wine.scale.bz2"
+
+
+E = MultiClassSVC
+CASES = [
+    # -- data given to fit / predict
+    ("nan_X", lambda d, t: E().fit(_with(d[0], 3, 1, np.nan), d[1]), ValueError,
+     "Input X contains NaN"),
+    ("inf_X", lambda d, t: E().fit(_with(d[0], 0, 0, np.inf), d[1]), ValueError,
+     "Input X contains infinity"),
+    ("nan_X_predict", lambda d, t: E().fit(*d).predict(_with(d[0][:5], 1, 0, np.nan)),
+     ValueError, "Input X contains NaN"),
+    ("nan_y", lambda d, t: E().fit(d[0], np.where(np.arange(30) == 2, np.nan, d[1])),
+     ValueError, "Input y contains NaN"),
+    ("one_class", lambda d, t: E().fit(d[0], np.zeros(30)), ValueError,
+     r"greater than one; got 1 class"),
+    ("continuous_y", lambda d, t: E().fit(d[0], np.linspace(0, 1, 30)), ValueError,
+     "Unknown label type: continuous"),
+    ("empty_X", lambda d, t: E().fit(np.empty((0, 2)), np.empty(0)), ValueError,
+     r"0 sample\(s\)"),
+    ("1d_X", lambda d, t: E().fit(d[0][:, 0], d[1]), ValueError, "Expected 2D array"),
+    ("mismatched_lengths", lambda d, t: E().fit(d[0], d[1][:-1]), ValueError,
+     r"inconsistent numbers of samples: \[30, 29\]"),
+    ("features_at_predict", lambda d, t: E().fit(*d).predict(np.hstack([d[0], d[0][:, :1]])),
+     ValueError, "X has 3 features, but MultiClassSVC is expecting 2"),
+    ("predict_before_fit", lambda d, t: E().predict(d[0]), NotFittedError, "not fitted yet"),
+    ("overflow_linear", lambda d, t: E(kernel="linear").fit(d[0] * 1e200, d[1]), ValueError,
+     "linear kernel overflows float64"),
+    ("overflow_poly", lambda d, t: E(kernel="poly", degree=80, gamma=1e3).fit(*d), ValueError,
+     "poly kernel overflows float64"),
+    ("overflow_variance", lambda d, t: E().fit(d[0] * 1e200, d[1]), ValueError,
+     "variance of X, which overflows"),
+    # -- precomputed and callable kernels
+    ("precomputed_not_square", lambda d, t: E(kernel="precomputed").fit(
+        rbf_kernel(d[0], d[0][:20]), d[1]), ValueError, "square .*Gram matrix.*30x20"),
+    ("precomputed_asymmetric", lambda d, t: E(kernel="precomputed").fit(_asym(d), d[1]),
+     ValueError, "matrix is not symmetric: max\\|K - K.T\\| = 0.5"),
+    ("precomputed_nan", lambda d, t: E(kernel="precomputed").fit(
+        _with(rbf_kernel(d[0]), 1, 1, np.nan), d[1]), ValueError, "Input X contains NaN"),
+    ("precomputed_indefinite_reference", lambda d, t: E(
+        kernel="precomputed", solver="cvxpy").fit(_indefinite(d), d[1]), ValueError,
+     "need a positive semidefinite kernel"),
+    ("precomputed_predict_shape", lambda d, t: E(kernel="precomputed").fit(
+        rbf_kernel(d[0]), d[1]).predict(rbf_kernel(d[0][:5], d[0][:10])), ValueError,
+     r"\(n_samples, n_train=30\)"),
+    ("callable_wrong_shape", lambda d, t: E(kernel=lambda A, B: A @ A.T[:, :5]).fit(*d),
+     ValueError, r"kernel callable must return the \(30, 30\)"),
+    ("callable_nan", lambda d, t: E(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(
+        *d), ValueError, "kernel callable returned NaN"),
+    # -- hyper-parameters (scikit-learn's InvalidParameterError is a ValueError)
+    ("C_zero", lambda d, t: E(C=0).fit(*d), ValueError, "'C' parameter .* range \\(0.0, inf\\)"),
+    ("C_negative", lambda d, t: E(C=-1.0).fit(*d), ValueError, "'C' parameter .* Got -1.0"),
+    ("C_string", lambda d, t: E(C="1").fit(*d), ValueError, "'C' parameter .* Got '1'"),
+    ("C_inf", lambda d, t: E(C=np.inf).fit(*d), ValueError, "'C' parameter .* Got inf"),
+    ("C_none", lambda d, t: E(C=None).fit(*d), ValueError, "'C' parameter .* Got None"),
+    ("tol_negative", lambda d, t: E(tol=-1e-3).fit(*d), ValueError,
+     "'tol' parameter .* Got -0.001"),
+    ("unknown_kernel", lambda d, t: E(kernel="gauss").fit(*d), ValueError,
+     "'kernel' parameter .* Got 'gauss'"),
+    ("unknown_model", lambda d, t: E(model="ovr").fit(*d), ValueError,
+     "'model' parameter .*'cs'.* Got 'ovr'"),
+    ("unknown_solver", lambda d, t: E(solver="smo").fit(*d), ValueError,
+     "'solver' parameter .* Got 'smo'"),
+    ("s2do_with_bias", lambda d, t: E(solver="s2do", fit_intercept=True).fit(*d), ValueError,
+     "Solver 's2do' cannot handle a bias"),
+    ("online_with_bias", lambda d, t: E(solver="online", fit_intercept=True).fit(*d),
+     ValueError, "Solver 'online' cannot handle a bias"),
+    ("degree_fraction", lambda d, t: E(kernel="poly", degree=2.5).fit(*d), ValueError,
+     "'degree' parameter .* int in the range \\[0, inf\\). Got 2.5"),
+    ("degree_negative", lambda d, t: E(kernel="poly", degree=-1).fit(*d), ValueError,
+     "'degree' parameter .* Got -1"),
+    ("gamma_negative", lambda d, t: E(gamma=-1.0).fit(*d), ValueError,
+     "'gamma' parameter .* Got -1.0"),
+    ("gamma_string", lambda d, t: E(gamma="big").fit(*d), ValueError,
+     "'gamma' parameter .* Got 'big'"),
+    ("cache_size_zero", lambda d, t: E(cache_size=0).fit(*d), ValueError,
+     "'cache_size' parameter .* Got 0"),
+    ("cache_size_absurd", lambda d, t: E(cache_size=1e12).fit(*d), ValueError,
+     "'cache_size' parameter .* range \\(0.0, 1048576.0\\]"),
+    ("max_iter_zero", lambda d, t: E(max_iter=0).fit(*d), ValueError,
+     "'max_iter' parameter .* Got 0"),
+    ("max_iter_fraction", lambda d, t: E(max_iter=1.5).fit(*d), ValueError,
+     "'max_iter' parameter .* Got 1.5"),
+    ("verbose_string", lambda d, t: E(verbose="yes").fit(*d), ValueError,
+     "'verbose' parameter .* Got 'yes'"),
+    ("fit_intercept_string", lambda d, t: E(fit_intercept="yes").fit(*d), ValueError,
+     "'fit_intercept' parameter .* Got 'yes'"),
+    ("n_jobs_zero", lambda d, t: E(n_jobs=0).fit(*d), ValueError, "n_jobs == 0 has no meaning"),
+    ("epochs_with_s2do", lambda d, t: E(solver="s2do", epochs=3).fit(*d), ValueError,
+     "Solver 's2do' does not use epochs=3"),
+    # -- partial_fit
+    ("partial_fit_no_classes", lambda d, t: E().partial_fit(*d), ValueError,
+     "classes must be passed on the first call"),
+    ("partial_fit_unseen_label", lambda d, t: _fresh_stream(d).partial_fit(d[0], d[1] + 5),
+     ValueError, r"y contains labels not in classes: \[5, 6, 7\]"),
+    ("partial_fit_bias", lambda d, t: E(fit_intercept=True).partial_fit(*d, classes=[0, 1, 2]),
+     ValueError, "partial_fit needs fit_intercept=False"),
+    ("partial_fit_s2do", lambda d, t: E(solver="s2do").partial_fit(*d, classes=[0, 1, 2]),
+     ValueError, "solver='s2do' has no streaming mode"),
+    ("partial_fit_features", lambda d, t: _fresh_stream(d).partial_fit(d[0][:, :1], d[1]),
+     ValueError, "X has 1 features, but MultiClassSVC is expecting 2"),
+    # -- LIBSVM files
+    ("libsvm_empty", lambda d, t: load_libsvm(_file(t, "e.svm", b"")), ValueError,
+     "contains no samples"),
+    ("libsvm_bad_value", lambda d, t: load_libsvm(_file(t, "b.svm", b"1 1:0.5\n2 1:oops\n")),
+     ValueError, "line 2: '1:oops' is not an integer index and a number"),
+    ("libsvm_zero_index", lambda d, t: load_libsvm(_file(t, "z.svm", b"1 0:0.5\n2 1:1\n"),
+                                                    zero_based=False), ValueError,
+     "Invalid index 0"),
+    ("libsvm_negative_index", lambda d, t: load_libsvm(_file(t, "n.svm", b"1 -3:0.5\n")),
+     ValueError, "line 1: the feature index -3 is negative"),
+    ("libsvm_label", lambda d, t: load_libsvm(_file(t, "l.svm", b"1 1:1\ncat 1:2\n")),
+     ValueError, "line 2: the label 'cat' is not a number"),
+    ("libsvm_nan_value", lambda d, t: load_libsvm(_file(t, "v.svm", b"1 1:1\n2 1:nan\n")),
+     ValueError, "line 2: the value of feature 1 is not finite"),
+    ("libsvm_binary", lambda d, t: load_libsvm(_file(t, "g.svm", bytes(range(256)) * 4)),
+     ValueError, "Cannot read LIBSVM file '.*g.svm'"),
+    ("libsvm_bad_bz2", lambda d, t: load_libsvm(_file(t, "c.svm.bz2", b"BZh9 not bzip2")),
+     ValueError, r"Cannot read LIBSVM file '.*c\.svm\.bz2'"),
+    ("libsvm_missing", lambda d, t: load_libsvm(t / "absent.svm"), FileNotFoundError,
+     r"LIBSVM file '.*absent\.svm' does not exist"),
+    ("libsvm_directory", lambda d, t: load_libsvm(t), ValueError, "it is a directory"),
+    # -- the command line (exit status 2 and a one-line message)
+    ("cli_missing_file", lambda d, t: _cli(["fit", t / "nope.svm"]), CLIError,
+     "exit 2: .*does not exist"),
+    ("cli_bad_C", lambda d, t: _cli(["fit", _wine(t), "--C", "-1"]), CLIError,
+     "exit 2: .*'C' parameter"),
+    ("cli_degree_fraction", lambda d, t: _cli(["fit", _wine(t), "--degree", "2.5"]), CLIError,
+     "exit 2: .*--degree: invalid int value: '2.5'"),
+    ("cli_json_folder", lambda d, t: _cli(["fit", _wine(t), "--json", t / "no" / "x.json"]),
+     CLIError, "exit 2: .*folder .* does not exist"),
+    ("cli_unknown_solver", lambda d, t: _cli(["fit", _wine(t), "--solver", "smo"]), CLIError,
+     "exit 2: .*invalid choice: 'smo'"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [pytest.param(*c[1:], id=c[0]) for c in CASES])
+def test_bad_input(data, tmp_path, call, error, message):
+    with pytest.raises(error, match=message):
+        call(data, tmp_path)
+
+
+def test_table_size():
+    assert len(CASES) >= 40
+
+
+def test_indefinite_kernel_warns(data):
     X, y = data
-    X = X.copy()
-    X[0, 0] = np.inf
-    with pytest.raises(ValueError, match="Input X contains infinity"):
-        MultiClassSVC().fit(X, y)
-
-
-def test_nan_in_X_at_predict(data, fitted):
-    X = data[0][:5].copy()
-    X[1, 0] = np.nan
-    with pytest.raises(ValueError, match="Input X contains NaN"):
-        fitted.predict(X)
-
-
-def test_nan_in_y(data):
-    X, y = data
-    with pytest.raises(ValueError, match="Input y contains NaN"):
-        MultiClassSVC().fit(X, np.where(np.arange(len(y)) == 2, np.nan, y))
-
-
-def test_single_class(data):
-    X, _ = data
-    with pytest.raises(ValueError, match=r"greater than one; got 1 class"):
-        MultiClassSVC().fit(X, np.zeros(len(X)))
-
-
-def test_continuous_target(data):
-    X, _ = data
-    with pytest.raises(ValueError, match="Unknown label type: continuous"):
-        MultiClassSVC().fit(X, np.linspace(0, 1, len(X)))
-
-
-def test_mismatched_lengths(data):
-    X, y = data
-    with pytest.raises(ValueError, match="inconsistent numbers of samples: \\[30, 29\\]"):
-        MultiClassSVC().fit(X, y[:-1])
-
-
-def test_wrong_number_of_features_at_predict(data, fitted):
-    X = data[0]
-    with pytest.raises(ValueError, match="X has 3 features, but MultiClassSVC is expecting 2"):
-        fitted.predict(np.hstack([X, X[:, :1]]))
-
-
-def test_predict_before_fit(data):
-    with pytest.raises(NotFittedError, match="not fitted yet"):
-        MultiClassSVC().predict(data[0])
-
-
-def test_precomputed_kernel_not_square(data):
-    X, y = data
-    K = rbf_kernel(X, X[:20])
-    with pytest.raises(ValueError, match="square .*Gram matrix.*got a 30x20 matrix"):
-        MultiClassSVC(kernel="precomputed").fit(K, y)
-
-
-def test_precomputed_kernel_wrong_shape_at_predict(data):
-    X, y = data
-    clf = MultiClassSVC(kernel="precomputed").fit(rbf_kernel(X), y)
-    with pytest.raises(ValueError, match=r"kernel='precomputed'.*\(n_samples, n_train=30\)"):
-        clf.predict(rbf_kernel(X[:5], X[:10]))
-
-
-def test_kernel_callable_with_wrong_shape(data):
-    X, y = data
-    with pytest.raises(ValueError, match="kernel callable must return the \\(30, 30\\)"):
-        MultiClassSVC(kernel=lambda A, B: A @ A.T[:, :5]).fit(X, y)
-
-
-# --------------------------------------------------------- hyper-parameters
-@pytest.mark.parametrize("C", [0, -1.0])
-def test_C_not_positive(data, C):
-    with pytest.raises(ValueError, match="C must be positive"):
-        MultiClassSVC(C=C).fit(*data)
-
-
-@pytest.mark.parametrize("C", ["1", None, [1.0], True])
-def test_C_not_numeric(data, C):
-    with pytest.raises(ValueError, match="C must be a positive number"):
-        MultiClassSVC(C=C).fit(*data)
-
-
-def test_C_not_finite(data):
-    with pytest.raises(ValueError, match="C must be positive and finite"):
-        MultiClassSVC(C=np.inf).fit(*data)
-
-
-def test_unknown_kernel(data):
-    with pytest.raises(ValueError, match=r"Unknown kernel 'gauss'; expected one of \['linear', "
-                                         r"'poly', 'rbf', 'laplace', 'sigmoid', 'precomputed'\]"):
-        MultiClassSVC(kernel="gauss").fit(*data)
-
-
-def test_unknown_model(data):
-    # The message lists every row of the machine table, whatever rows it has.
-    expected = re.escape(f"Unknown model 'ovr'; expected one of {sorted(MACHINES)}")
-    with pytest.raises(ValueError, match=expected):
-        MultiClassSVC(model="ovr").fit(*data)
-
-
-def test_unknown_solver(data):
-    with pytest.raises(ValueError,
-                       match=r"Unknown solver 'smo'; expected one of \['auto', .*'cvxpy'.*'osqp'"):
-        MultiClassSVC(solver="smo").fit(*data)
-
-
-def test_negative_tol(data):
-    with pytest.raises(ValueError, match="tol must be a non-negative number, got tol=-0.001"):
-        MultiClassSVC(tol=-1e-3).fit(*data)
-
-
-@pytest.mark.parametrize("cache_size", [0, -5])
-def test_cache_size_not_positive(data, cache_size):
-    with pytest.raises(ValueError, match="cache_size must be a positive number of MB"):
-        MultiClassSVC(cache_size=cache_size).fit(*data)
-
-
-@pytest.mark.parametrize("gamma", ["big", -1.0, 0])
-def test_bad_gamma(data, gamma):
-    with pytest.raises(ValueError, match="gamma must be 'scale', 'auto' or a positive float"):
-        MultiClassSVC(gamma=gamma).fit(*data)
-
-
-@pytest.mark.parametrize("max_iter", [0, -2, 1.5])
-def test_bad_max_iter(data, max_iter):
-    with pytest.raises(ValueError, match="max_iter must be a positive integer or -1"):
-        MultiClassSVC(max_iter=max_iter).fit(*data)
-
-
-def test_bad_degree(data):
-    with pytest.raises(ValueError, match="degree must be a non-negative number"):
-        MultiClassSVC(kernel="poly", degree=-1).fit(*data)
-
-
-def test_fit_intercept_not_bool(data):
-    with pytest.raises(ValueError, match="fit_intercept must be True or False"):
-        MultiClassSVC(fit_intercept="yes").fit(*data)
+    with pytest.warns(IndefiniteKernelWarning, match=r"not positive semidefinite \(smallest "
+                                                     r"eigenvalue -"):
+        MultiClassSVC(kernel="precomputed").fit(_indefinite(data), y)
+    with pytest.warns(IndefiniteKernelWarning, match="sigmoid kernel's Gram"):
+        MultiClassSVC(kernel="sigmoid", gamma=1.0, coef0=-1.0).fit(X, y)
 
 
 # ------------------------------------------------------ solver resolution
@@ -187,6 +245,8 @@ def fake_solvers(monkeypatch):
         module = types.ModuleType(f"_msvm_fake_{name}")
         module.SUPPORTS_BIAS = bias
         module.SUPPORTS_NO_BIAS = no_bias
+        module.OPTIONS = frozenset({"tol", "max_iter"})
+        module.STOPPING_RULE = "kkt_violation"
 
         def solve(problem, **kwargs):  # pragma: no cover - must never be reached
             raise AssertionError("resolve_solver should have refused this problem")
@@ -196,49 +256,28 @@ def fake_solvers(monkeypatch):
         monkeypatch.setitem(msvm.solvers.SOLVERS, name, module.__name__)
 
 
+def _problem(data, fit_intercept):
+    from msvm.kernels import Kernel
+    from msvm.machines import make_machine
+    from msvm.problem import DualProblem
+
+    X, y = data
+    return DualProblem(make_machine("ww", 3), y, Kernel(X, "rbf"), 1.0, fit_intercept)
+
+
 def test_solver_without_bias_support(data, fake_solvers):
     with pytest.raises(ValueError, match="Solver 'nobias' cannot handle a bias"):
-        MultiClassSVC(solver="nobias", fit_intercept=True).fit(*data)
+        msvm.solvers.resolve_solver("nobias", _problem(data, True))
 
 
 def test_solver_that_needs_a_bias(data, fake_solvers):
     with pytest.raises(ValueError, match="Solver 'biasonly' needs a bias"):
-        MultiClassSVC(solver="biasonly", fit_intercept=False).fit(*data)
+        msvm.solvers.resolve_solver("biasonly", _problem(data, False))
 
 
 def test_s2do_refuses_a_bias(data):
     with pytest.raises(ValueError, match="Solver 's2do' cannot handle a bias"):
         MultiClassSVC(solver="s2do", fit_intercept=True).fit(*data)
-
-
-# ----------------------------------------------------------- data files
-def test_corrupt_libsvm_file(tmp_path):
-    path = tmp_path / "broken.svm"
-    path.write_text("1 1:0.5 2:0.25\n2 1:oops\n")
-    with pytest.raises(ValueError, match=r"Cannot read LIBSVM file '.*broken\.svm'"):
-        load_libsvm(path)
-
-
-def test_corrupt_bz2_file(tmp_path):
-    path = tmp_path / "broken.svm.bz2"
-    path.write_bytes(b"BZh9 this is not bzip2")
-    with pytest.raises(ValueError, match=r"Cannot read LIBSVM file '.*broken\.svm\.bz2'"):
-        load_libsvm(path)
-
-
-def test_missing_libsvm_file(tmp_path):
-    path = tmp_path / "absent.svm"
-    with pytest.raises(FileNotFoundError, match=r"LIBSVM file '.*absent\.svm' does not exist"):
-        load_libsvm(path)
-    with pytest.raises(ValueError, match="does not exist"):  # also a ValueError
-        load_libsvm(path)
-
-
-def test_empty_libsvm_file(tmp_path):
-    path = tmp_path / "empty.svm"
-    path.write_text("")
-    with pytest.raises(ValueError, match=r"'.*empty\.svm' contains no samples"):
-        load_libsvm(path)
 
 
 def test_unknown_shared_dataset(tmp_path):

@@ -9,6 +9,7 @@ answer can serve as ground truth.
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -78,7 +79,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if max_iter is not None:
             options.setdefault("max_iter", int(max_iter))
     try:
-        prob.solve(solver=backend.upper(), verbose=verbose, **options)
+        with warnings.catch_warnings():
+            # "Solution may be inaccurate" is reported as status 'inaccurate' below.
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            prob.solve(solver=backend.upper(), verbose=verbose, **options)
     except cp.error.SolverError as exc:
         return DualSolution(alpha=problem.zeros(), b=np.zeros(problem.n_classes),
                             status="failed", time=time.perf_counter() - start,
