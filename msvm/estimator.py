@@ -56,6 +56,32 @@ _PREDICT_CHUNK = 2048
 _EXPECTED_STATUSES = frozenset({"optimal", "epoch_limit"})
 
 
+class _streaming_only:
+    """Descriptor: ``partial_fit`` exists only for configurations with a streaming solver.
+
+    Like :func:`sklearn.utils.metaestimators.available_if` (so ``hasattr`` is
+    False, which scikit-learn's checks rely on), but the AttributeError says
+    why instead of only that the attribute is missing.
+    """
+
+    def __init__(self, method):
+        self.method = method
+        self.__doc__ = method.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is not None:
+            if obj.fit_intercept is not False:
+                raise AttributeError(
+                    "partial_fit needs fit_intercept=False: the online solver it uses cannot "
+                    "keep the equality constraints of the bias.")
+            if obj.solver not in ("auto", "online"):
+                raise AttributeError(
+                    f"partial_fit uses the online solver; solver={obj.solver!r} has no "
+                    "streaming mode (use solver='online' or 'auto').")
+            return self.method.__get__(obj, owner)
+        return self.method
+
+
 class MultiClassSVC(ClassifierMixin, BaseEstimator):
     """All-in-one multi-class support vector classifier.
 
@@ -563,6 +589,7 @@ default='rbf'
         return self
 
     # -------------------------------------------------------- partial_fit
+    @_streaming_only
     def partial_fit(self, X, y, classes=None):
         """Feed one chunk of a stream to the online solver (one pass, then forget it).
 
@@ -577,7 +604,8 @@ default='rbf'
         ``fit`` with ``solver='online', epochs=1`` and the same seed.
 
         For bias-free machines (``fit_intercept=False``) with
-        ``solver='online'`` or ``'auto'`` (else a ValueError); the kernel must be one of the
+        ``solver='online'`` or ``'auto'`` (else the attribute does not exist: an
+        AttributeError that says why); the kernel must be one of the
         named kernels (not ``'precomputed'`` or a callable).  ``gamma='scale'``
         is resolved on the first chunk.  A fit with ``solver='online'`` can be
         continued by ``partial_fit``; a fit by another solver cannot.
@@ -601,16 +629,6 @@ default='rbf'
             calls.
         """
         self._check_params()
-        if self.fit_intercept:
-            raise ValueError(
-                "partial_fit needs fit_intercept=False: the online solver it uses cannot keep "
-                "the equality constraints of the bias."
-            )
-        if self.solver not in ("auto", "online"):
-            raise ValueError(
-                f"partial_fit uses the online solver; solver={self.solver!r} has no streaming "
-                "mode (use solver='online' or 'auto')."
-            )
         if self._precomputed or callable(self.kernel):
             raise ValueError(
                 "partial_fit streams feature vectors; kernel='precomputed' and callable "

@@ -178,9 +178,9 @@ CASES = [
     ("partial_fit_unseen_label", lambda d, t: _fresh_stream(d).partial_fit(d[0], d[1] + 5),
      ValueError, r"y contains labels not in classes: \[5, 6, 7\]"),
     ("partial_fit_bias", lambda d, t: E(fit_intercept=True).partial_fit(*d, classes=[0, 1, 2]),
-     ValueError, "partial_fit needs fit_intercept=False"),
+     AttributeError, "partial_fit needs fit_intercept=False"),
     ("partial_fit_s2do", lambda d, t: E(solver="s2do").partial_fit(*d, classes=[0, 1, 2]),
-     ValueError, "solver='s2do' has no streaming mode"),
+     AttributeError, "solver='s2do' has no streaming mode"),
     ("partial_fit_features", lambda d, t: _fresh_stream(d).partial_fit(d[0][:, :1], d[1]),
      ValueError, "X has 1 features, but MultiClassSVC is expecting 2"),
     # -- LIBSVM files

@@ -115,11 +115,11 @@ def test_missing_file_exits_2(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--C", "-1"], "C must be positive"),
+    (["--C", "-1"], "'C' parameter of MultiClassSVC must be a float in the range"),
     (["--model", "ovr"], "argument --model: invalid choice: 'ovr'"),
     (["--gamma", "wide"], "argument --gamma: must be 'scale', 'auto' or a positive number"),
     (["--C", "many"], "argument --C: invalid float value: 'many'"),
-    (["--tol", "-1"], "tol must be a non-negative number"),
+    (["--tol", "-1"], "'tol' parameter of MultiClassSVC must be a float in the range"),
 ])
 def test_bad_options_exit_2_with_one_line(libsvm_files, capsys, argv, message):
     code = main(["fit", libsvm_files["train"], *argv])

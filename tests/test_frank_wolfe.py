@@ -112,13 +112,20 @@ def test_warm_start_along_C():
     assert warm.n_iter < cold.n_iter
 
 
-def test_warm_start_off_the_equality_constraints_is_refused():
+def test_warm_start_off_the_equality_constraints_is_projected():
+    from msvm.diagnostics import project_feasible
+
     X, y = blobs(3, 3, 30)
     problem = make_problem("ww", X, y, C=1.0, bias=True)
     alpha = problem.zeros()
     alpha[0, problem.active[0]] = 0.5
-    with pytest.raises(ValueError, match="equality constraints"):
-        frank_wolfe.solve(problem, warm_start=alpha)
+    start = project_feasible(problem, alpha)
+    assert problem.check_feasible(start, atol=1e-10)
+    # The projection is the nearest feasible point: no closer than 0 (feasible) is to α.
+    assert np.sum((start - alpha) ** 2) <= np.sum(alpha**2) + 1e-12
+    solution = frank_wolfe.solve(problem, warm_start=alpha, tol=1e-8)
+    assert solution.status == "optimal"
+    assert problem.check_feasible(solution.alpha, atol=1e-9)
 
 
 def test_history_is_monotone():

@@ -51,13 +51,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msvm.diagnostics import diagnose
+from msvm.diagnostics import _residual_scale, diagnose
 from msvm.kernels import Kernel
 from msvm.machines import make_machine
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import get_solver
 from validation.problems import PROBLEMS, ProblemSpec
-from validation.registry import SOLVERS, SolverEntry, Thresholds
+from validation.registry import SOLVERS, SolverEntry, Thresholds, derived_limits
 
 __all__ = [
     "MACHINES",
@@ -238,11 +238,20 @@ def evaluate(problem: DualProblem, solution: DualSolution, reference: DualSoluti
     b_self_diff = (float(np.max(np.abs(b - diag.b), initial=0.0))
                    / max(1.0, float(np.max(np.abs(diag.b), initial=0.0))))
 
+    limits = {"dual_rel_diff": t.dual_rel_diff, "kkt_residual": t.kkt_residual,
+              "relative_gap": t.relative_gap}
+    if t.kkt_eps is not None:
+        derived = derived_limits(problem, solution.alpha, t.kkt_eps, ref_dual,
+                                 _residual_scale(problem, solution.alpha))
+        limits.update(dual_rel_diff=derived["dual_rel_diff"],
+                      kkt_residual=derived["kkt_residual"],
+                      relative_gap=derived["gap"] / max(abs(diag.primal_objective),
+                                                        abs(dual), 1e-300))
     checks = {
         "status": solution.status in t.statuses,
-        "dual_objective": bool(dual_rel <= t.dual_rel_diff),
-        "kkt_residual": bool(diag.kkt_residual <= t.kkt_residual),
-        "duality_gap": bool(-t.weak_duality <= diag.relative_gap <= t.relative_gap),
+        "dual_objective": bool(dual_rel <= limits["dual_rel_diff"]),
+        "kkt_residual": bool(diag.kkt_residual <= limits["kkt_residual"]),
+        "duality_gap": bool(-t.weak_duality <= diag.relative_gap <= limits["relative_gap"]),
         "equality": bool(eq <= t.equality),
         "predictions": bool(agreement >= t.prediction_agreement),
         "b": bool(b_diff <= t.b_diff) if b_unique else True,
@@ -260,6 +269,7 @@ def evaluate(problem: DualProblem, solution: DualSolution, reference: DualSoluti
         "kkt_residual": _finite(diag.kkt_residual),
         "kkt_residuals": {k: _finite(v) for k, v in diag.kkt_residuals.items()},
         "kkt_violation": _finite(diag.kkt_violation),
+        "limits": {k: _finite(v) for k, v in limits.items()},
         "equality_residual": _finite(eq),
         "prediction_agreement": agreement,
         "prediction_agreement_strict": strict_agreement,
