@@ -40,7 +40,8 @@ from msvm.teaching.svm import (
 )
 from msvm.teaching.svm_primal import primal_value, svm_primal
 
-__all__ = ["BINARY_EQUIVALENTS", "compare_binary", "compare_multiclass", "format_table"]
+__all__ = ["BINARY_EQUIVALENTS", "bound_path", "compare_binary", "compare_multiclass",
+           "format_table", "solver_certificates"]
 
 #: With Q = 2: machine -> (C_binary / C, (h₂ − h₁) / SVC's decision function).
 #: The M-SVM²'s counterpart is a hard-margin SVC on k + δ/(2C) (C_binary = ∞).
@@ -362,3 +363,95 @@ def format_table(records: list[dict], columns=None, floatfmt: str = ".4g") -> st
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)
+
+
+def bound_path(X, y, Cs, *, kernel: str = "rbf", gamma="scale", fit_intercept: bool = False,
+               solver: str = "auto", loo: bool = True) -> list[dict]:
+    """The M-SVM²'s radius–margin bound and exact LOO error along a path of C.
+
+    Parameters
+    ----------
+    X : array-like of shape (m, d)
+    y : array-like of shape (m,)
+    Cs : sequence of float
+    kernel : str, default='rbf'
+    gamma : {'scale', 'auto'} or float, default='scale'
+    fit_intercept : bool, default=False
+        Bias-free (the machine msvm's decomposition solvers train) or with a
+        bias (the smallest enclosing ball is then computed).
+    solver : str, default='auto'
+        :class:`msvm.MultiClassSVC` solver.
+    loo : bool, default=True
+        Compute the exact LOO error (:func:`msvm.loo_error`) at each C.
+
+    Returns
+    -------
+    list of dict
+        One per C: ``C``, ``bound`` (bound on the LOO error count),
+        ``n_candidates`` (the key lemma's count, ≤ ``bound``), ``loo_errors``
+        (exact count, or None), ``n_samples``, ``n_support``.  The bound
+        theorem says ``loo_errors ≤ n_candidates ≤ bound`` at every C.
+    """
+    from msvm import MultiClassSVC, RadiusMarginSearch, loo_error
+
+    estimator = MultiClassSVC(model="msvm2", kernel=kernel, gamma=gamma,
+                              fit_intercept=fit_intercept, solver=solver, tol=1e-6)
+    search = RadiusMarginSearch(estimator, {"C": list(Cs)}).fit(X, y)
+    res = search.cv_results_
+    records = []
+    for k, C in enumerate(res["param_C"]):
+        errors = (loo_error(estimator.set_params(C=float(C)), X, y).n_errors if loo else None)
+        records.append({"C": float(C), "bound": float(res["bound"][k]),
+                        "n_candidates": int(res["n_candidates"][k]), "loo_errors": errors,
+                        "n_samples": len(y), "n_support": int(res["n_support"][k])})
+    return records
+
+
+def solver_certificates(X, y, model: str = "ww", C: float = 1.0, *, kernel: str = "rbf",
+                        gamma="scale", solvers=None, tol: float = 1e-3) -> list[dict]:
+    """One machine solved by every msvm solver, each with its certificate of optimality.
+
+    Bias-free, so that every solver applies.  The numbers are those of
+    :func:`msvm.diagnostics.diagnose` (``MultiClassSVC.solution_``).
+
+    Parameters
+    ----------
+    X : array-like of shape (m, d)
+    y : array-like of shape (m,)
+    model : str, default='ww'
+        A bias-free machine that ``s2do`` and ``online`` support.
+    C : float, default=1.0
+    kernel : str, default='rbf'
+    gamma : {'scale', 'auto'} or float, default='scale'
+    solvers : sequence of (name, dict), optional
+        (label, MultiClassSVC keyword arguments) pairs; default: ``cvxpy``,
+        ``osqp``, ``s2do``, ``frank_wolfe``, ``online`` with one epoch and
+        ``online`` until convergence.
+    tol : float, default=1e-3
+        ``tol`` of the iterative solvers.
+
+    Returns
+    -------
+    list of dict
+        ``method``, ``status``, ``dual``, ``primal``, ``relative_gap``,
+        ``kkt_violation``, ``kkt_residual``, ``n_iter``, ``time``,
+        ``n_support`` and ``accuracy`` (training).
+    """
+    from msvm import MultiClassSVC
+
+    if solvers is None:
+        solvers = [("cvxpy (Clarabel)", {"solver": "cvxpy"}), ("osqp", {"solver": "osqp"}),
+                   ("s2do", {"solver": "s2do"}), ("frank_wolfe", {"solver": "frank_wolfe"}),
+                   ("online, 1 epoch", {"solver": "online", "epochs": 1, "random_state": 0}),
+                   ("online, to tol", {"solver": "online", "epochs": None, "random_state": 0})]
+    records = []
+    for label, options in solvers:
+        est = MultiClassSVC(model=model, C=C, kernel=kernel, gamma=gamma, tol=tol,
+                            **options).fit(X, y)
+        s = est.solution_
+        records.append({"method": label, "status": s["status"], "dual": s["dual_objective"],
+                        "primal": s["primal_objective"], "relative_gap": s["relative_gap"],
+                        "kkt_violation": s["kkt_violation"], "kkt_residual": s["kkt_residual"],
+                        "n_iter": s["n_iter"], "time": s["time"], "n_support": s["n_support"],
+                        "accuracy": float(est.score(X, y))})
+    return records
