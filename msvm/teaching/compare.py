@@ -227,8 +227,8 @@ def compare_multiclass(X, y, C: float = 1.0, kernel: str = "rbf", *, gamma="scal
         bound on the LOO error count and the key lemma's count, M-SVM² only),
         ``bound_rate`` (bound / m), and with two classes and a bias
         ``q2_equivalent`` (the SVC it equals) and ``q2_max_abs_diff``
-        (largest |h₂ − h₁ − scale · SVC decision| over the training and test
-        points).
+        (largest absolute value of h₂ − h₁ − scale × SVC's decision function over
+        the training and test points).
     estimators : dict, only with ``return_estimators=True``
     """
     from sklearn.model_selection import LeaveOneOut, cross_val_score

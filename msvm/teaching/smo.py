@@ -19,7 +19,7 @@ entries are G_i = y_i u_i − 1 = s_i − 1 with u_i = Σ_j α_j y_j κ(x_j, x_i
        a pass over all of them with passes over the free ones (0 < α < C),
        takes as first multiplier a point whose KKT condition fails by more
        than ``tol`` against the current threshold b; the second maximises
-       |E_i − E_j| (E = f(x) − y, the prediction error), and if that step
+       \|E_i − E_j\| (E = f(x) − y, the prediction error), and if that step
        makes no progress the free points and then all points are tried from
        a random position.  b is Platt's threshold update (below).
    ``'max_violating'``

@@ -459,6 +459,12 @@ def soft_margin_svm(X, y, C: float = 1.0, kernel: str | Callable = "linear",
     -------
     BinarySVM
         b from the free support vectors (:func:`bias_from_free_svs`).
+
+    Notes
+    -----
+    The reference solver is convex: for a kernel that is not positive
+    semi-definite (the tanh kernel) it solves the dual with the negative
+    eigenvalues of the Gram matrix clipped to zero.
     """
     if not C > 0:
         raise ValueError(f"C must be positive, got {C!r}.")

@@ -193,7 +193,8 @@ def svm_primal_limit_C(X, y, *, C_low: float = 1e-6, C_high: float = 1e6,
 
 def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None = None,
                epochs: int = 100, average: bool = True, shuffle: bool = True,
-               random_state: int | None = 0, reference: bool = True) -> SVMPrimalResult:
+               random_state: int | None = 0, reference: bool = True,
+               C_limit: float | None = None) -> SVMPrimalResult:
     """Run SVMPrimal (module docstring) and measure it against the exact optimum.
 
     Parameters
@@ -222,6 +223,9 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     reference : bool, default=True
         Solve the exact problem (and, for ``'online'``, find C*) to fill
         ``info`` with the distance to the optimum.
+    C_limit : float, optional
+        C* when already known (``'online'``; skips
+        :func:`svm_primal_limit_C`).
 
     Returns
     -------
@@ -239,7 +243,11 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     y, _ = as_signed_labels(y)
     n = len(y)
     rng = np.random.default_rng(random_state)
-    C_eval = svm_primal_limit_C(X, y) if (mode == "online" and reference) else C
+    if mode == "online":
+        C_eval = C_limit if C_limit is not None else (
+            svm_primal_limit_C(X, y) if reference else None)
+    else:
+        C_eval = C
     w, b = np.zeros(X.shape[1]), 0.0
     trace: list[dict] = []
     n_updates = 0
