@@ -112,8 +112,12 @@ class _SMOState:
         j = int(np.flatnonzero(low)[np.argmin(v[low])])
         return max(0.0, float(v[i] - v[j])), i, j
 
-    def step(self, i: int, j: int) -> float:
-        """The clipped two-variable step on (α_i, α_j); returns |Δα_j|."""
+    def step(self, i: int, j: int, eps: float = 0.0) -> float:
+        """The clipped two-variable step on (α_i, α_j); returns |Δα_j|.
+
+        A step with |Δα_j| ≤ eps·(α_j + α_j_new + eps) is not taken (Platt's
+        test of progress) and 0 is returned.
+        """
         K, y, C, a = self.K, self.y, self.C, self.alpha
         if i == j:
             return 0.0
@@ -127,6 +131,8 @@ class _SMOState:
         eta = eta if eta > 0 else TAU
         E_i, E_j = y[i] * self.G[i], y[j] * self.G[j]  # errors up to the common b
         aj = float(np.clip(a[j] + y[j] * (E_i - E_j) / eta, L, H))
+        if abs(aj - a[j]) <= eps * (aj + a[j] + eps):
+            return 0.0
         ai = a[i] + y[i] * y[j] * (a[j] - aj)
         ai = float(np.clip(ai, 0.0, C))  # rounding only
         d_i, d_j = ai - a[i], aj - a[j]
@@ -202,13 +208,13 @@ def _run_libsvm_rule(state: _SMOState, pair: str, tol: float, max_iter: int, tra
 def _run_platt(state: _SMOState, tol: float, max_iter: int, trace: list, record_every: int,
                start: float, rng: np.random.Generator) -> str:
     y, C, a = state.y, state.C, state.alpha
-    eps = 1e-12  # smallest change of α_j counted as progress
+    eps = 1e-12  # Platt's progress test (his default 1e-3 is too coarse for 1e-6 duals)
 
     def free() -> np.ndarray:
         return np.flatnonzero((a > 0) & (a < C))
 
     def try_step(i: int, j: int) -> bool:
-        if state.step(i, j) <= eps * max(C, 1.0):
+        if state.step(i, j, eps) == 0.0:
             return False
         if state.n_steps % record_every == 0:
             trace.append(_record(state, i, j, start))

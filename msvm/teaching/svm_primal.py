@@ -153,17 +153,17 @@ class SVMPrimalResult:
         return np.where(self.decision_function(X) >= 0, 1.0, -1.0)
 
 
-def svm_primal_limit_C(X, y, *, C_low: float = 1e-6, C_high: float = 1e6,
-                       rtol: float = 1e-6) -> float:
+def svm_primal_limit_C(X, y, *, rtol: float = 1e-6) -> float:
     """C* with Σ_i α_i(C*) = 1: where the lecture's online SVMPrimal converges.
+
+    Σ_i α_i(C) is non-decreasing in C (module docstring): the bracket is
+    grown by factors of 10 from C = 1, then bisected geometrically, each
+    point solved exactly by :func:`msvm.teaching.svm.soft_margin_svm`.
 
     Parameters
     ----------
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
-    C_low, C_high : float
-        Bracket searched (geometric bisection on the exact solutions of
-        :func:`msvm.teaching.svm.soft_margin_svm`).
     rtol : float, default=1e-6
         Relative width of the final bracket.
 
@@ -174,17 +174,30 @@ def svm_primal_limit_C(X, y, *, C_low: float = 1e-6, C_high: float = 1e6,
     Raises
     ------
     ValueError
-        If Σ α(C_high) < 1 (separable data with ‖w_hard‖² < 1: no C*).
+        If the data are linearly separable with Σ α_hard = ‖w_hard‖² < 1:
+        Σ α(C) never reaches 1 and there is no C*.
     """
+    from msvm.teaching.perceptron import linearly_separable
+    from msvm.teaching.svm import hard_margin_svm
+
     X = np.asarray(X, dtype=np.float64)
     y, _ = as_signed_labels(y)
-    if soft_margin_svm(X, y, C_high).alpha.sum() < 1.0:
-        raise ValueError("Sum of alpha stays below 1 up to C_high: the online SVMPrimal stops "
-                         "at the first (w, b) with every margin >= 1 (see the module docstring).")
-    lo, hi = C_low, C_high
+    if linearly_separable(X, y) and hard_margin_svm(X, y).alpha.sum() < 1.0:
+        raise ValueError("Sum of alpha stays below 1 for every C (separable data with "
+                         "||w_hard||^2 < 1): the online SVMPrimal stops at the first (w, b) "
+                         "with every margin >= 1 (see the module docstring).")
+
+    def sum_alpha(C: float) -> float:
+        return float(soft_margin_svm(X, y, C).alpha.sum())
+
+    lo = hi = 1.0
+    while sum_alpha(hi) < 1.0:
+        lo, hi = hi, 10.0 * hi
+    while sum_alpha(lo) >= 1.0:
+        lo, hi = 0.1 * lo, lo
     while hi / lo > 1.0 + rtol:
         mid = np.sqrt(lo * hi)
-        if soft_margin_svm(X, y, mid).alpha.sum() < 1.0:
+        if sum_alpha(mid) < 1.0:
             lo = mid
         else:
             hi = mid
