@@ -3,7 +3,6 @@
 Build from the repository root with ``python -m sphinx -W -b html docs docs/_build/html``.
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,7 +12,6 @@ matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("PYTHONHASHSEED", "0")
 
 from msvm import __version__  # noqa: E402
 
