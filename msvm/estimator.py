@@ -214,7 +214,7 @@ default='rbf'
     n_features_in_ : int
         Number of features seen during :meth:`fit` (n_samples for a
         precomputed kernel).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features, when ``X`` has string column names.
     support_ : ndarray of shape (n_SV,)
         Indices of the training points with a non-zero row of β.

@@ -1,0 +1,119 @@
+"""The lecture's data: the AND, OR and XOR exercises and generated 2-D sets.
+
+Labels are ±1 throughout :mod:`msvm.teaching` (the lecture's y ∈ {−1, +1});
+the multi-class sets are coded 0 .. Q−1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["logic_gate", "separable_set", "overlapping_set", "multiclass_set"]
+
+
+def logic_gate(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The lecture's mini exercises: the four corners of {0, 1}² labelled by a gate.
+
+    Parameters
+    ----------
+    name : {'and', 'or', 'xor'}
+
+    Returns
+    -------
+    X : ndarray of shape (4, 2)
+        (0, 0), (0, 1), (1, 0), (1, 1).
+    y : ndarray of shape (4,)
+        +1 where the gate outputs 1, −1 elsewhere.  AND and OR are linearly
+        separable (e.g. x₁ + x₂ − 1.5 and x₁ + x₂ − 0.5); XOR is not.
+    """
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    a, b = X[:, 0].astype(bool), X[:, 1].astype(bool)
+    gates = {"and": a & b, "or": a | b, "xor": a ^ b}
+    if name not in gates:
+        raise ValueError(f"Unknown gate {name!r}; expected 'and', 'or' or 'xor'.")
+    return X, np.where(gates[name], 1.0, -1.0)
+
+
+def separable_set(n_samples: int = 40, margin: float = 0.5, n_features: int = 2,
+                  random_state: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Points drawn around a random hyperplane, kept only outside a band around it.
+
+    Parameters
+    ----------
+    n_samples : int, default=40
+    margin : float, default=0.5
+        Every point is at distance ≥ ``margin`` from the hyperplane that
+        labels it, so the set is linearly separable with margin ≥ ``margin``.
+    n_features : int, default=2
+    random_state : int or None, default=0
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        ±1, both classes present.
+    """
+    rng = np.random.default_rng(random_state)
+    normal = rng.normal(size=n_features)
+    normal /= np.linalg.norm(normal)
+    offset = rng.uniform(-0.5, 0.5)
+    points: list[np.ndarray] = []
+    while len(points) < n_samples:
+        x = rng.uniform(-3.0, 3.0, size=n_features)
+        if abs(x @ normal + offset) >= margin:
+            points.append(x)
+    X = np.array(points)
+    y = np.where(X @ normal + offset > 0, 1.0, -1.0)
+    if np.all(y == y[0]):  # both classes are needed: flip the farthest point across
+        k = int(np.argmax(np.abs(X @ normal + offset)))
+        X[k] -= 2.0 * (X[k] @ normal + offset) * normal
+        y[k] = -y[k]
+    return X, y
+
+
+def overlapping_set(n_samples: int = 60, spread: float = 1.2,
+                    random_state: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two Gaussian classes in 2-D whose overlap grows with ``spread`` (soft margin).
+
+    Parameters
+    ----------
+    n_samples : int, default=60
+    spread : float, default=1.2
+        Standard deviation of each class around its centre (±(1, 1)).
+    random_state : int or None, default=0
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+        ±1, half of each.
+    """
+    rng = np.random.default_rng(random_state)
+    y = np.where(np.arange(n_samples) % 2 == 0, 1.0, -1.0)
+    X = y[:, None] * np.array([1.0, 1.0]) + spread * rng.normal(size=(n_samples, 2))
+    return X, y
+
+
+def multiclass_set(n_classes: int = 3, n_samples: int = 90, spread: float = 1.0,
+                   random_state: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian classes in 2-D with centres on a circle of radius 3, labels 0 .. Q−1.
+
+    Parameters
+    ----------
+    n_classes : int, default=3
+    n_samples : int, default=90
+    spread : float, default=1.0
+        Standard deviation of each class around its centre.
+    random_state : int or None, default=0
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+    """
+    rng = np.random.default_rng(random_state)
+    y = np.arange(n_samples) % n_classes
+    angles = 2.0 * np.pi * np.arange(n_classes) / n_classes
+    centres = 3.0 * np.column_stack([np.cos(angles), np.sin(angles)])
+    X = centres[y] + spread * rng.normal(size=(n_samples, 2))
+    return X, y

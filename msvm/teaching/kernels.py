@@ -1,0 +1,265 @@
+r"""The lecture's kernels, exactly as written on its "Some kernel functions" slide.
+
+============  ==================================  ======================================
+name          the lecture's formula               scikit-learn's ``pairwise_kernels``
+============  ==================================  ======================================
+``linear``    κ(x, y) = xᵀy                        ``metric="linear"``
+``poly``      κ(x, y) = (xᵀy + 1)^d                ``metric="polynomial"``, ``gamma=1``,
+                                                   ``coef0=1``, ``degree=d``
+``rbf``       κ(x, y) = exp(−γ ‖x − y‖²)           ``metric="rbf"``, ``gamma=γ``
+``laplace``   κ(x, y) = exp(−γ ‖x − y‖)            no equivalent for the Euclidean norm;
+                                                   ``metric="laplacian"`` uses ‖x − y‖₁
+``tanh``      κ(x, y) = tanh(γ xᵀy + r)            ``metric="sigmoid"``, ``gamma=γ``,
+                                                   ``coef0=r``
+============  ==================================  ======================================
+
+Two differences from what a scikit-learn user expects:
+
+* The lecture's polynomial kernel has the ``+ 1`` and no γ: (xᵀy + 1)^d
+  contains every monomial of degree ≤ d, whereas scikit-learn's default
+  ``coef0=0`` keeps only those of degree exactly d.
+* The lecture writes the Laplace kernel with ‖x − y‖, the Euclidean norm it
+  uses everywhere else.  scikit-learn's ``laplacian_kernel`` (and msvm's
+  ``kernel='laplace'``) use the L1 norm ‖x − y‖₁; the two agree in one
+  dimension only.  :func:`laplace_kernel` takes ``norm="l2"`` (the lecture,
+  default) or ``norm="l1"`` (scikit-learn).  Both are positive definite:
+  exp(−γ‖x − y‖₂) is the exponential (Matérn ½) kernel, and exp(−γ‖x − y‖₁)
+  is a product of one-dimensional exponential kernels.
+
+The tanh kernel is not positive semi-definite in general (the lecture does
+not say so): its Gram matrix can have negative eigenvalues, so the dual may
+be non-convex.  :func:`msvm.teaching.smo` handles a non-positive curvature
+along the pair as libsvm does.
+
+``tests/test_teaching.py`` checks every function here against
+:func:`sklearn.metrics.pairwise.pairwise_kernels` (and the Euclidean Laplace
+kernel against ``exp(−γ · euclidean_distances)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+__all__ = [
+    "LECTURE_KERNELS",
+    "kernel_matrix",
+    "laplace_kernel",
+    "linear_kernel",
+    "make_kernel",
+    "polynomial_kernel",
+    "rbf_kernel",
+    "sklearn_equivalent",
+    "tanh_kernel",
+]
+
+
+def _as_2d(X, Y):
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    Y = X if Y is None else np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    return X, Y
+
+
+def _squared_distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """‖x_i − y_j‖² for every pair, clipped at 0 against rounding."""
+    d2 = np.sum(X**2, axis=1)[:, None] + np.sum(Y**2, axis=1)[None, :] - 2.0 * X @ Y.T
+    return np.maximum(d2, 0.0)
+
+
+def linear_kernel(X, Y=None) -> np.ndarray:
+    """κ(x, y) = xᵀy.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_X, d)
+    Y : array-like of shape (n_Y, d), optional
+        Defaults to ``X``.
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+    """
+    X, Y = _as_2d(X, Y)
+    return X @ Y.T
+
+
+def polynomial_kernel(X, Y=None, degree: int = 2) -> np.ndarray:
+    """κ(x, y) = (xᵀy + 1)^d, the lecture's polynomial kernel (note the + 1).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_X, d)
+    Y : array-like of shape (n_Y, d), optional
+    degree : int, default=2
+        The degree d.
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+    """
+    X, Y = _as_2d(X, Y)
+    return (X @ Y.T + 1.0) ** degree
+
+
+def rbf_kernel(X, Y=None, gamma: float = 1.0) -> np.ndarray:
+    """κ(x, y) = exp(−γ ‖x − y‖²).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_X, d)
+    Y : array-like of shape (n_Y, d), optional
+    gamma : float, default=1.0
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+    """
+    X, Y = _as_2d(X, Y)
+    return np.exp(-gamma * _squared_distances(X, Y))
+
+
+def laplace_kernel(X, Y=None, gamma: float = 1.0, norm: str = "l2") -> np.ndarray:
+    """κ(x, y) = exp(−γ ‖x − y‖), with the lecture's Euclidean norm by default.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_X, d)
+    Y : array-like of shape (n_Y, d), optional
+    gamma : float, default=1.0
+    norm : {'l2', 'l1'}, default='l2'
+        ``'l2'`` is the lecture's ‖x − y‖; ``'l1'`` is scikit-learn's
+        ``laplacian_kernel`` (and msvm's ``kernel='laplace'``).
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+    """
+    X, Y = _as_2d(X, Y)
+    if norm == "l2":
+        dist = np.sqrt(_squared_distances(X, Y))
+    elif norm == "l1":
+        dist = np.abs(X[:, None, :] - Y[None, :, :]).sum(axis=2)
+    else:
+        raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}.")
+    return np.exp(-gamma * dist)
+
+
+def tanh_kernel(X, Y=None, gamma: float = 1.0, r: float = 0.0) -> np.ndarray:
+    """κ(x, y) = tanh(γ xᵀy + r) (not positive semi-definite in general).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_X, d)
+    Y : array-like of shape (n_Y, d), optional
+    gamma : float, default=1.0
+    r : float, default=0.0
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+    """
+    X, Y = _as_2d(X, Y)
+    return np.tanh(gamma * (X @ Y.T) + r)
+
+
+#: The lecture's kernels by name, with the parameters each one takes.
+LECTURE_KERNELS: dict[str, tuple[Callable[..., np.ndarray], tuple[str, ...]]] = {
+    "linear": (linear_kernel, ()),
+    "poly": (polynomial_kernel, ("degree",)),
+    "rbf": (rbf_kernel, ("gamma",)),
+    "laplace": (laplace_kernel, ("gamma", "norm")),
+    "tanh": (tanh_kernel, ("gamma", "r")),
+}
+
+
+def make_kernel(kernel: str | Callable = "linear", **params) -> Callable[..., np.ndarray]:
+    """The kernel ``kernel`` with its parameters bound: a function f(X, Y=None).
+
+    Parameters
+    ----------
+    kernel : {'linear', 'poly', 'rbf', 'laplace', 'tanh'} or callable
+        A name of :data:`LECTURE_KERNELS`, or a function f(X, Y) returned
+        as is (``params`` must then be empty).
+    **params
+        The kernel's parameters (``degree``; ``gamma``; ``gamma``, ``norm``;
+        ``gamma``, ``r``).  A parameter the kernel does not take is an error.
+
+    Returns
+    -------
+    callable
+        f(X, Y=None) -> ndarray of shape (n_X, n_Y); usable as a callable
+        kernel of :class:`msvm.MultiClassSVC` and :class:`sklearn.svm.SVC`.
+    """
+    if callable(kernel):
+        if params:
+            raise ValueError("Parameters cannot be bound to a callable kernel.")
+        return kernel
+    if kernel not in LECTURE_KERNELS:
+        raise ValueError(f"Unknown kernel {kernel!r}; expected one of {sorted(LECTURE_KERNELS)}.")
+    function, allowed = LECTURE_KERNELS[kernel]
+    unknown = set(params) - set(allowed)
+    if unknown:
+        raise ValueError(f"Kernel {kernel!r} takes {allowed or 'no parameters'}, "
+                         f"not {sorted(unknown)}.")
+    return partial(function, **params)
+
+
+def kernel_matrix(X, Y=None, kernel: str | Callable = "linear", **params) -> np.ndarray:
+    """The Gram block κ(x_i, y_j) of one of the lecture's kernels.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_X, d)
+    Y : array-like of shape (n_Y, d), optional
+        Defaults to ``X``.
+    kernel : str or callable, default='linear'
+        See :func:`make_kernel`.
+    **params
+        The kernel's parameters.
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+    """
+    f = make_kernel(kernel, **params)
+    return np.asarray(f(X, X if Y is None else Y), dtype=np.float64)
+
+
+def sklearn_equivalent(kernel: str, **params) -> tuple[str, dict]:
+    """The ``pairwise_kernels`` metric and parameters equal to a lecture kernel.
+
+    Parameters
+    ----------
+    kernel : {'linear', 'poly', 'rbf', 'laplace', 'tanh'}
+    **params
+        The lecture kernel's parameters.
+
+    Returns
+    -------
+    metric : str
+    kwargs : dict
+        ``pairwise_kernels(X, Y, metric=metric, **kwargs)`` equals
+        ``kernel_matrix(X, Y, kernel, **params)``.
+
+    Raises
+    ------
+    ValueError
+        For the lecture's Euclidean Laplace kernel, which scikit-learn does
+        not have (its ``laplacian`` kernel is the ``norm='l1'`` one).
+    """
+    if kernel == "linear":
+        return "linear", {}
+    if kernel == "poly":
+        return "polynomial", {"degree": params.get("degree", 2), "gamma": 1.0, "coef0": 1.0}
+    if kernel == "rbf":
+        return "rbf", {"gamma": params.get("gamma", 1.0)}
+    if kernel == "laplace":
+        if params.get("norm", "l2") != "l1":
+            raise ValueError("scikit-learn's laplacian kernel uses the L1 norm; the lecture's "
+                             "Euclidean Laplace kernel has no pairwise_kernels metric.")
+        return "laplacian", {"gamma": params.get("gamma", 1.0)}
+    if kernel == "tanh":
+        return "sigmoid", {"gamma": params.get("gamma", 1.0), "coef0": params.get("r", 0.0)}
+    raise ValueError(f"Unknown kernel {kernel!r}; expected one of {sorted(LECTURE_KERNELS)}.")

@@ -1,0 +1,403 @@
+"""msvm.teaching: the lecture's algorithms against the exact reference solvers."""
+
+import functools
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.metrics.pairwise import euclidean_distances, pairwise_kernels
+from sklearn.svm import SVC
+
+from msvm.teaching import (
+    PAIR_RULES,
+    bias_from_free_svs,
+    compare_binary,
+    compare_multiclass,
+    hard_margin_svm,
+    kernel_matrix,
+    kkt_classification,
+    linearly_separable,
+    logic_gate,
+    multiclass_set,
+    novikoff_bound,
+    overlapping_set,
+    perceptron,
+    separable_set,
+    smo,
+    soft_margin_svm,
+    svm_primal,
+    svm_primal_limit_C,
+)
+from msvm.teaching.compare import BINARY_EQUIVALENTS, bound_path
+from msvm.teaching.kernels import sklearn_equivalent
+from msvm.teaching.svm import optimal_bias
+
+
+# ------------------------------------------------------------------ perceptron
+@pytest.mark.parametrize("seed", range(20))
+def test_perceptron_updates_within_novikoff_bound(seed):
+    X, y = separable_set(30 + seed, margin=0.15 + 0.02 * seed, n_features=2 + seed % 3,
+                         random_state=seed)
+    result = perceptron(X, y)
+    bound = novikoff_bound(X, y)
+    assert result.converged
+    assert np.all(y * result.decision_function(X) > 0)
+    assert result.n_updates <= bound["bound"]
+    assert bound["delta"] == pytest.approx(1.0, abs=1e-6)
+    # the tightest (w, b) gives a bound no larger, still above the count
+    tight = novikoff_bound(X, y, tightest=True)
+    assert result.n_updates <= tight["bound"] <= bound["bound"] * (1 + 1e-6)
+
+
+def test_perceptron_reports_non_convergence_on_xor():
+    X, y = logic_gate("xor")
+    result = perceptron(X, y, max_epochs=50)
+    assert not result.converged
+    assert result.n_epochs == 50 and result.n_updates >= 50
+    assert not linearly_separable(X, y)
+    with pytest.raises(ValueError, match="not separable"):
+        novikoff_bound(X, y)
+    # the degree-2 polynomial kernel separates XOR: the kernel perceptron converges
+    kernelised = perceptron(X, y, "poly", degree=2)
+    assert kernelised.converged and np.array_equal(kernelised.predict(X), y)
+
+
+@pytest.mark.parametrize("gate", ["and", "or"])
+def test_perceptron_learns_and_or(gate):
+    X, y = logic_gate(gate)
+    result = perceptron(X, y)
+    assert result.converged and linearly_separable(X, y)
+    assert np.array_equal(result.predict(X), y)
+    assert result.n_updates <= novikoff_bound(X, y)["bound"]
+
+
+# ----------------------------------------------------- exact SVMs, KKT and b
+def test_soft_margin_svm_equals_sklearn_svc():
+    X, y = overlapping_set(50, random_state=8)
+    for kernel, params in (("linear", {}), ("rbf", {"gamma": 0.5})):
+        svm = soft_margin_svm(X, y, 2.0, kernel, **params)
+        svc = SVC(C=2.0, kernel=kernel, gamma=params.get("gamma", "scale"), tol=1e-10).fit(X, y)
+        np.testing.assert_allclose(svm.decision_function(X), svc.decision_function(X),
+                                   atol=1e-5)
+        K = kernel_matrix(X, X, kernel, **params)
+        assert bias_from_free_svs(svm.alpha, y, K, 2.0) == pytest.approx(svc.intercept_[0],
+                                                                           abs=1e-5)
+        cert = svm.certificate()
+        assert abs(cert["relative_gap"]) < 1e-9 and cert["kkt_violation"] < 1e-8
+
+
+def test_kkt_kinds_have_the_lectures_margins():
+    X, y = overlapping_set(60, spread=1.3, random_state=9)
+    svm = soft_margin_svm(X, y, 0.7)
+    s = y * svm.decision_function(X)
+    kinds = svm.kkt_kinds()
+    assert set(kinds) == {"non_sv", "free_sv", "bound_sv"}
+    assert np.all(s[kinds == "non_sv"] >= 1 - 1e-7)
+    np.testing.assert_allclose(s[kinds == "free_sv"], 1.0, atol=1e-7)
+    assert np.all(s[kinds == "bound_sv"] <= 1 + 1e-7)
+    np.testing.assert_allclose(svm.slacks()[kinds != "bound_sv"], 0.0, atol=1e-7)
+
+
+def test_hard_margin_svm():
+    X, y = separable_set(40, margin=0.4, random_state=2)
+    svm = hard_margin_svm(X, y)
+    f = svm.decision_function(X)
+    assert np.min(y * f) == pytest.approx(1.0, abs=1e-7)
+    assert svm.margin == pytest.approx(np.min(np.abs(f)) / np.linalg.norm(svm.w), rel=1e-6)
+    assert set(svm.kkt_kinds()) <= {"non_sv", "free_sv"}
+    svc = SVC(kernel="linear", C=1e6, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(svm.w, svc.coef_[0], atol=1e-4)
+    with pytest.raises(ValueError, match="not separable"):
+        hard_margin_svm(*logic_gate("xor"))
+
+
+def test_optimal_bias_minimises_the_hinge_sum():
+    rng = np.random.default_rng(0)
+    u, y = rng.normal(size=40), np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    b = optimal_bias(u, y)
+    grid = np.linspace(-4, 4, 4001)
+    values = [np.maximum(0, 1 - y * (u + t)).sum() for t in grid]
+    assert np.maximum(0, 1 - y * (u + b)).sum() <= min(values) + 1e-9
+
+
+# ------------------------------------------------------------------------- SMO
+@functools.cache
+def _smo_cases():
+    """22 problems (linear and RBF, three C) with their exact solutions."""
+    cases = []
+    for seed in range(22):
+        X, y = overlapping_set(24 + 2 * seed, spread=0.8 + 0.05 * seed, random_state=100 + seed)
+        C = (0.1, 1.0, 10.0)[seed % 3]
+        kernel = ("linear", {}) if seed % 2 == 0 else ("rbf", {"gamma": 0.3 + 0.1 * (seed % 5)})
+        cases.append((X, y, C, kernel, soft_margin_svm(X, y, C, kernel[0], **kernel[1])))
+    return tuple(cases)
+
+
+@pytest.mark.parametrize("pair", PAIR_RULES)
+def test_smo_reaches_the_reference_dual_with_the_same_kkt_kinds(pair):
+    cases = _smo_cases()
+    kernels = {kernel for _, _, _, (kernel, _), _ in cases}
+    assert len(cases) >= 20 and kernels == {"linear", "rbf"}
+    for X, y, C, (kernel, params), exact in cases:
+        d_star = exact.certificate()["dual"]
+        result = smo(X, y, C, kernel, pair=pair, tol=1e-6, record_every=10**9, **params)
+        assert result.status == "optimal"
+        assert abs(result.certificate()["dual"] - d_star) <= 1e-6 * abs(d_star)
+        assert np.array_equal(result.kkt_kinds(), exact.kkt_kinds())
+
+
+@pytest.mark.parametrize("pair", PAIR_RULES)
+def test_smo_trace_is_a_certificate(pair):
+    X, y = overlapping_set(40, spread=1.1, random_state=5)
+    exact = soft_margin_svm(X, y, 1.0, "rbf", gamma=0.5)
+    d_star = exact.certificate()["dual"]
+    result = smo(X, y, 1.0, "rbf", pair=pair, tol=1e-6, gamma=0.5)
+    duals = np.array([t["dual"] for t in result.trace])
+    gaps = np.array([t["gap"] for t in result.trace])
+    assert len(result.trace) == result.n_iter
+    assert np.all(np.diff(duals) >= -1e-10)  # each step solves its 2-variable problem exactly
+    assert np.all(gaps >= d_star - duals - 1e-9)  # the gap bounds the distance to D*
+    assert np.all(duals <= d_star + 1e-9)
+    assert result.trace[-1]["kkt_violation"] <= (2e-6 if pair == "platt" else 1e-6)
+
+
+# ------------------------------------------------------------------ SVMPrimal
+def test_svm_primal_batch_within_its_certified_bound():
+    X, y = overlapping_set(60, spread=1.2, random_state=1)
+    for lam, steps in ((1e-3, 300), (3e-4, 600)):
+        result = svm_primal(X, y, lam, mode="batch", C=1.0, epochs=steps)
+        assert 0.0 <= result.info["best_gap"] <= result.info["bound"]
+
+
+def test_svm_primal_online_limit_is_the_svm_at_C_star():
+    """Regression guard: the online rule (λ → 0) ends at the soft-margin SVM at C*.
+
+    The limit is derived in msvm/teaching/svm_primal.py; the rate is not (a
+    constant-step stochastic method), so the tolerances below are regression
+    guards: relative primal gap at C* below λ/5, distance shrinking with λ.
+    """
+    X, y = overlapping_set(60, spread=1.2, random_state=0)
+    C_star = svm_primal_limit_C(X, y)
+    assert soft_margin_svm(X, y, C_star).alpha.sum() == pytest.approx(1.0, rel=1e-4)
+    distances = []
+    for lam in (0.01, 0.001):
+        result = svm_primal(X, y, lam, epochs=300, C_limit=C_star)
+        assert 0.0 <= result.info["relative_gap"] <= lam / 5
+        distances.append(result.info["distance"])
+    assert distances[1] < distances[0] / 2
+    with pytest.raises(ValueError, match="no C"):
+        svm_primal(X, y, 0.01, C=1.0)
+
+
+def test_svm_primal_limit_needs_sum_alpha_to_reach_one():
+    # every point at distance >= 1.2 from a hyperplane: ||w_hard|| <= 1/1.2, sum alpha < 1
+    X, y = separable_set(30, margin=1.2, random_state=4)
+    assert hard_margin_svm(X, y).alpha.sum() < 1.0
+    with pytest.raises(ValueError, match="below 1 for every C"):
+        svm_primal_limit_C(X, y)
+
+
+# --------------------------------------------------------------------- kernels
+@pytest.mark.parametrize(("name", "params"), [
+    ("linear", {}), ("poly", {"degree": 2}), ("poly", {"degree": 3}), ("rbf", {"gamma": 0.7}),
+    ("laplace", {"gamma": 0.4, "norm": "l1"}), ("tanh", {"gamma": 0.3, "r": -0.5})])
+def test_lecture_kernels_equal_sklearn(name, params):
+    rng = np.random.default_rng(1)
+    A, B = rng.normal(size=(9, 4)), rng.normal(size=(6, 4))
+    metric, kwargs = sklearn_equivalent(name, **params)
+    np.testing.assert_allclose(kernel_matrix(A, B, name, **params),
+                               pairwise_kernels(A, B, metric=metric, **kwargs), atol=1e-12)
+
+
+def test_lecture_polynomial_has_the_plus_one_and_laplace_the_euclidean_norm():
+    rng = np.random.default_rng(2)
+    A, B = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
+    np.testing.assert_allclose(kernel_matrix(A, B, "poly", degree=2), (A @ B.T + 1) ** 2)
+    np.testing.assert_allclose(kernel_matrix(A, B, "laplace", gamma=0.5),
+                               np.exp(-0.5 * euclidean_distances(A, B)))
+    assert not np.allclose(kernel_matrix(A, B, "laplace", gamma=0.5),
+                           pairwise_kernels(A, B, metric="laplacian", gamma=0.5))
+    a, b = A[:, :1], B[:, :1]  # in one dimension the two Laplace kernels agree
+    np.testing.assert_allclose(kernel_matrix(a, b, "laplace", gamma=0.5),
+                               pairwise_kernels(a, b, metric="laplacian", gamma=0.5))
+    with pytest.raises(ValueError):
+        sklearn_equivalent("laplace", gamma=0.5)
+    with pytest.raises(ValueError, match="takes"):
+        kernel_matrix(A, B, "rbf", degree=2)
+
+
+# ----------------------------------------------------------------- comparisons
+def test_compare_binary_agrees_on_the_optimum():
+    X, y = overlapping_set(40, spread=1.2, random_state=3)
+    for kernel, params in (("linear", {}), ("rbf", {"gamma": 0.5})):
+        records = compare_binary(X, y, 1.0, kernel, **params)
+        d_star = next(r["dual"] for r in records if r["method"].startswith("reference"))
+        methods = [r["method"] for r in records]
+        assert sum(m.startswith("SMO") for m in methods) == 3
+        assert any(m.startswith("scikit-learn") for m in methods)
+        assert any(m.startswith("SVMPrimal") for m in methods) == (kernel == "linear")
+        for r in records:
+            assert r["primal"] >= d_star * (1 - 1e-9)  # weak duality
+            if r["dual"] is not None:
+                assert abs(r["dual"] - d_star) <= 1e-6 * d_star
+                assert r["relative_gap"] <= 1e-6
+
+
+def test_compare_multiclass_two_class_equivalences():
+    X, y = multiclass_set(2, 36, spread=1.8, random_state=3)
+    X_test, y_test = multiclass_set(2, 40, spread=1.8, random_state=4)
+    for kernel in ("rbf", "linear"):
+        records = compare_multiclass(X, y, C=0.7, kernel=kernel, gamma=0.5, X_test=X_test,
+                                     y_test=y_test, loo=False)
+        checked = {r["model"] for r in records if "q2_max_abs_diff" in r}
+        assert checked == set(BINARY_EQUIVALENTS)
+        for r in records:
+            if "q2_max_abs_diff" in r:
+                assert r["q2_max_abs_diff"] < 1e-5, r
+        assert {r["model"] for r in records} >= {"ovo", "ovr"}
+
+
+def test_compare_multiclass_bound_and_loo():
+    X, y = multiclass_set(3, 24, spread=1.5, random_state=5)
+    records = compare_multiclass(X, y, C=1.0, gamma=0.5, models=["msvm2"], loo=True)
+    msvm2 = next(r for r in records if r["model"] == "msvm2")
+    assert msvm2["loo_error"] * len(y) <= msvm2["n_candidates"] <= msvm2["bound"]
+    assert all(r["loo_error"] is not None for r in records if r["model"] in ("ovo", "ovr"))
+    assert all(abs(r["relative_gap"]) < 1e-8 for r in records if r["relative_gap"] is not None)
+
+
+def test_bound_path_orders_loo_count_and_bound():
+    X, y = multiclass_set(3, 45, spread=1.5, random_state=6)
+    for r in bound_path(X, y, [0.1, 1.0, 10.0], gamma=0.5):
+        assert r["loo_errors"] <= r["n_candidates"] <= r["bound"]
+
+
+def test_teaching_does_not_import_matplotlib():
+    code = "import sys, msvm.teaching; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------- plots
+@pytest.fixture(scope="module")
+def plt():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+def _point_sets(ax):
+    return {c.get_label(): len(c.get_offsets()) for c in ax.collections
+            if not c.get_label().startswith("_")}
+
+
+def test_plot_decision_function_marks_each_kkt_kind(plt):
+    from msvm.teaching.plots import KIND_LABELS, plot_decision_function
+
+    X, y = overlapping_set(50, spread=1.2, random_state=2)
+    svm = soft_margin_svm(X, y, 0.5, "rbf", gamma=0.5)
+    kinds = kkt_classification(svm.alpha, 0.5)
+    ax = plot_decision_function(svm)
+    expected = {f"{KIND_LABELS[k]}: {int(np.sum(kinds == k))}": int(np.sum(kinds == k))
+                for k in KIND_LABELS if np.any(kinds == k)}
+    assert _point_sets(ax) == expected
+    assert sum(expected.values()) == len(y)
+    # the margin contours are f = −1 and f = +1, the boundary f = 0
+    levels = sorted(float(v) for c in ax.collections if hasattr(c, "levels")
+                    for v in c.levels)
+    assert {-1.0, 0.0, 1.0} <= set(levels)
+    p = perceptron(*separable_set(20, random_state=1))
+    assert _point_sets(plot_decision_function(p)) == {"y = +1": int(np.sum(p.y > 0)),
+                                                      "y = −1": int(np.sum(p.y < 0))}
+
+
+def test_plot_hinge_loss_draws_the_losses(plt):
+    from msvm.teaching.plots import plot_hinge_loss
+
+    ax = plot_hinge_loss()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    s, v = lines["hinge max(0, 1 − y f)"].get_data()
+    np.testing.assert_allclose(v, np.maximum(0, 1 - s))
+    s, v = lines["perceptron max(0, −y f)"].get_data()
+    np.testing.assert_allclose(v, np.maximum(0, -s))
+
+
+def test_plot_perceptron_frames_show_the_recorded_hyperplanes(plt):
+    from msvm.teaching.plots import plot_perceptron_frames
+
+    result = perceptron(*separable_set(30, margin=0.2, random_state=3))
+    fig = plot_perceptron_frames(result, n_frames=4)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == min(4, len(result.trace))
+    last = result.trace[-1]
+    assert visible[-1].get_title().startswith(f"update {last['t']} ")
+    (line,) = [ln for ln in visible[-1].get_lines() if ln.get_label() == "w·x + b = 0"]
+    xs, ys = line.get_data()
+    np.testing.assert_allclose(last["w"][0] * xs + last["w"][1] * ys + last["b"], 0, atol=1e-9)
+
+
+def test_plot_convergence_draws_each_trace(plt):
+    from msvm.teaching.plots import plot_convergence
+
+    X, y = overlapping_set(30, random_state=4)
+    exact = soft_margin_svm(X, y, 1.0)
+    runs = [smo(X, y, 1.0, pair=rule) for rule in PAIR_RULES]
+    fig = plot_convergence(runs, exact)
+    left, right = fig.axes
+    labels = {line.get_label() for line in left.get_lines()}
+    assert "exact optimum" in labels
+    for r in runs:
+        (dual,) = [ln for ln in left.get_lines() if ln.get_label() == f"{r.method} dual"]
+        np.testing.assert_allclose(dual.get_ydata(), [t["dual"] for t in r.trace])
+        assert f"{r.method} D* − D" in {line.get_label() for line in right.get_lines()}
+    assert right.get_yscale() == "log"
+
+
+def test_plot_regions_and_grids(plt):
+    from msvm.teaching.plots import (
+        plot_kernel_regions,
+        plot_multiclass_regions,
+        plot_parameter_grid,
+    )
+
+    X, y = logic_gate("xor")
+    fig = plot_kernel_regions(X, y, {"linear": ("linear", {}), "poly": ("poly", {"degree": 2})},
+                              C=100.0)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert len(titles) == 2 and titles[0].startswith("linear: accuracy ")
+    assert titles[1] == "poly: accuracy 1.00"  # the degree-2 polynomial separates XOR
+    X, y = overlapping_set(30, random_state=6)
+    fig = plot_parameter_grid(X, y, [0.1, 10.0], [0.5])
+    for ax, C in zip(fig.axes, [0.1, 10.0], strict=True):
+        svm = soft_margin_svm(X, y, C, "rbf", gamma=0.5)
+        n_sv = int(np.count_nonzero(svm.kkt_kinds() != "non_sv"))
+        assert ax.get_title() == f"C={C:g}, γ=0.5: {n_sv} SV"
+    X, y = multiclass_set(3, 30, random_state=7)
+    records, estimators = compare_multiclass(X, y, models=["ww", "cs"], gamma=0.5, loo=False,
+                                             return_estimators=True)
+    fig = plot_multiclass_regions(estimators, X, y)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == [f"{r['method']}: {r['accuracy']:.2f}" for r in records]
+
+
+def test_plot_bound_vs_loo_and_certificates(plt):
+    from msvm.teaching.plots import plot_bound_vs_loo, plot_certificates, plot_svm_primal
+
+    records = [{"C": 0.1, "bound": 40.0, "n_candidates": 12, "loo_errors": 3, "n_samples": 50},
+               {"C": 1.0, "bound": 30.0, "n_candidates": 9, "loo_errors": 0, "n_samples": 50}]
+    ax = plot_bound_vs_loo(records)
+    lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["radius–margin bound"], [40.0, 30.0])
+    np.testing.assert_allclose(lines["exact LOO errors"], [3, 0.5])  # 0 drawn at 0.5 on log axes
+    certs = [{"method": "a", "relative_gap": 1e-3}, {"method": "b", "relative_gap": 1e-12}]
+    ax = plot_certificates(certs)
+    np.testing.assert_allclose([p.get_height() for p in ax.patches], [1e-3, 1e-12])
+    X, y = overlapping_set(30, random_state=8)
+    run = svm_primal(X, y, 1e-3, mode="batch", C=1.0, epochs=50)
+    ax = plot_svm_primal([run])
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["batch, λ = 0.001", "batch, λ = 0.001 bound"]
