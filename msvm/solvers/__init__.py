@@ -19,6 +19,7 @@ SOLVERS = {
     "s2do": "msvm.solvers.s2do",
     "online": "msvm.solvers.online",
     "frank_wolfe": "msvm.solvers.frank_wolfe",
+    "linear": "msvm.solvers.linear",
 }
 
 
