@@ -80,6 +80,8 @@ import numpy as np
 cdef int INNER_STEPS_PER_SLOT = 50
 # Return-to-Python check every this many visits.
 cdef int CLOCK_EVERY = 64
+# Outside a verifying pass, examples whose violation exceeds this times tol get a step.
+cdef double STEP_FRACTION = 0.0
 # Unshrink once when the largest violation of a pass first falls to this times tol.
 cdef double UNSHRINK_EARLY = 10.0
 
@@ -179,7 +181,8 @@ cdef class LinearState:
     B : (m, Q) float64, the uncentred β (read and kept only when shift > 0)
     sqnorm : (m,) float64, ‖x_i‖²
     M, gamma, active, slack, group_size, nz_count, nz_col, nz_val, nu_mean :
-        the machine tables of :func:`msvm.solvers.s2do._tables`.
+        the machine tables of :func:`msvm.solvers.linear._tables` (M: the (Q, P, P)
+        diagonal blocks).
     kind : (Q,) int32, 1 for the exact subproblem solver, 0 for the iterative one
     kappa, rho : (Q,) float64, M_y = κ_y (I + ρ_y 11ᵀ) on the active slots (kind 1)
     C, shift, tol : float
@@ -198,7 +201,7 @@ cdef class LinearState:
     cdef double[:, ::1] Wt
     cdef double[:, ::1] B
     cdef const double[::1] sqnorm
-    cdef const double[:, ::1] M
+    cdef const double[:, :, ::1] M
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
     cdef const int[:, ::1] slack
@@ -223,6 +226,8 @@ cdef class LinearState:
     cdef bint in_pass
     cdef bint full_pass
     cdef bint early_unshrunk
+    cdef bint verifying
+    cdef public double step_floor
     cdef double pass_max
     cdef long long pass_steps
     cdef double margin
@@ -365,6 +370,8 @@ cdef class LinearState:
         self.in_pass = False
         self.full_pass = True
         self.early_unshrunk = False
+        self.verifying = False
+        self.step_floor = STEP_FRACTION * tol
         self.margin = INFINITY
         self.pass_max = 0.0
         self.pass_steps = 0
@@ -625,7 +632,6 @@ cdef class LinearState:
         cdef double lim = self.C - self.eps_cap, best, gv, h, mu, room
         cdef double gdn, gmin, stop = 0.1 * self.tol
         cdef int bp, bq, adn, amin
-        cdef Py_ssize_t base = yi * self.P
         for t in range(n):
             s = sl[t]
             a[s] = self.alpha[i, s]
@@ -680,7 +686,7 @@ cdef class LinearState:
             p = bp
             if bq < 0:
                 # One variable: minimise g μ + ½ h μ² over [−a_p, room].
-                h = curv * self.M[base + p, base + p]
+                h = curv * self.M[yi, p, p]
                 r = self.slack[yi, p]
                 room = INFINITY if r < 0 else self.C - self.gsum[r]
                 if room < 0:
@@ -697,12 +703,12 @@ cdef class LinearState:
                     a[p] = 0.0
                 for u in range(n):
                     s = sl[u]
-                    g[s] += curv * self.M[base + s, base + p] * mu
+                    g[s] += curv * self.M[yi, s, p] * mu
             else:
                 # Mass μ from p to q (same full slack): curvature along e_q − e_p.
                 q = bq
-                h = curv * (self.M[base + p, base + p] + self.M[base + q, base + q]
-                            - 2.0 * self.M[base + p, base + q])
+                h = curv * (self.M[yi, p, p] + self.M[yi, q, q]
+                            - 2.0 * self.M[yi, p, q])
                 if h > 0:
                     mu = _clip((g[p] - g[q]) / h, 0.0, a[p])
                 else:
@@ -714,7 +720,7 @@ cdef class LinearState:
                 a[q] += mu
                 for u in range(n):
                     s = sl[u]
-                    g[s] += curv * (self.M[base + s, base + q] - self.M[base + s, base + p]) * mu
+                    g[s] += curv * (self.M[yi, s, q] - self.M[yi, s, p]) * mu
         for t in range(n):
             s = sl[t]
             self.delta[s] = a[s] - self.alpha[i, s]
@@ -735,7 +741,7 @@ cdef class LinearState:
         self._scores(i)
         self._gradient(i)
         viol = self._violation(yi, &self.alpha[i, 0], self.g, 0.0)
-        if viol <= self.tol:
+        if viol <= (self.tol if self.verifying else self.step_floor):
             if self.shrinking and self.margin < INFINITY:
                 shrink[0] = self._violation(yi, &self.alpha[i, 0], self.g, self.margin) <= 0
             return viol
@@ -833,11 +839,14 @@ cdef class LinearState:
             passes += 1
             if self.full_pass:
                 self.max_violation = self.pass_max
-            if self.pass_max <= self.tol and self.pass_steps == 0:
-                if self.full_pass:
-                    return STATUS_OPTIMAL
-                self._unshrink()
+            if self.pass_max <= self.tol:
+                if self.verifying and self.full_pass:
+                    return STATUS_OPTIMAL      # (no step: a verifying pass steps above tol only)
+                if not self.full_pass:
+                    self._unshrink()
+                self.verifying = True
                 continue
+            self.verifying = False
             if (not self.early_unshrunk and self.pass_max <= UNSHRINK_EARLY * self.tol
                     and self.n_active < self.m):
                 self.early_unshrunk = True

@@ -37,12 +37,56 @@ import numpy as np
 import scipy.sparse as sp
 
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers.s2do import _start, _tables
+from msvm.solvers.s2do import _start
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
 
 _STATUS = {0: "optimal", 1: "max_iter", 2: "running"}
+
+
+def _tables(problem: DualProblem) -> dict:
+    """The machine's arrays in the layout the Cython loop reads.
+
+    As :func:`msvm.solvers.s2do._tables` (sparse uncentred ν, ν's class means,
+    targets, slack groups), but with only the per-class diagonal blocks
+    ``M[y] = ν̄_y ν̄_yᵀ`` (Q, P, P) of the machine's Hessian table: a visit
+    couples the variables of one example only.
+    """
+    machine = problem.machine
+    Q, P = machine.n_classes, machine.n_slots
+    nu_bar = problem.nu
+    M = np.einsum("ypc,yqc->ypq", nu_bar, nu_bar)
+    nu = machine.nu * machine.active[:, :, None]
+    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
+    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
+    nz_val = np.zeros((Q, P, Q))
+    for y in range(Q):
+        for p in range(P):
+            cols = np.flatnonzero(nu[y, p])
+            nz_col[y, p, : len(cols)] = cols
+            nz_val[y, p, : len(cols)] = nu[y, p, cols]
+    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
+    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
+    if machine.loss != "hinge":
+        slack[:] = -1
+    R = max(machine.n_slacks, 1)
+    group_size = np.zeros((Q, R), dtype=np.int32)
+    for y in range(Q):
+        for p in range(P):
+            if slack[y, p] >= 0:
+                group_size[y, slack[y, p]] += 1
+    return dict(
+        M=np.ascontiguousarray(M),
+        gamma=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
+        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
+        slack=np.ascontiguousarray(slack),
+        group_size=group_size,
+        nz_count=nz_count,
+        nz_col=nz_col,
+        nz_val=nz_val,
+        nu_mean=np.ascontiguousarray(nu_mean),
+    )
 
 
 def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
@@ -54,7 +98,7 @@ def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
     absent (quadratic loss).
     """
     machine = problem.machine
-    Q, P = machine.n_classes, machine.n_slots
+    Q = machine.n_classes
     kind = np.zeros(Q, dtype=np.int32)
     kappa = np.ones(Q)
     rho = np.zeros(Q)
@@ -65,7 +109,7 @@ def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
         if n == 0:
             kind[y] = 1
             continue
-        block = M[y * P + slots][:, y * P + slots]
+        block = M[y][np.ix_(slots, slots)]
         k = block[0, 0] - (block[0, 1] if n > 1 else 0.0)
         if not k > 1e-12:
             continue
