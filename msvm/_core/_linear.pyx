@@ -179,7 +179,8 @@ cdef class LinearState:
     alpha : (m, P) float64, modified in place
     Wt : (d, Q) float64, the uncentred W transposed, modified in place
     B : (m, Q) float64, the uncentred β (read and kept only when shift > 0)
-    sqnorm : (m,) float64, ‖x_i‖²
+    sqnorm : (m,) float64, filled with ‖x_i‖² (summed over the non-zeros in order, so
+        dense and CSR rows give the same bits)
     M, gamma, active, slack, group_size, nz_count, nz_col, nz_val, nu_mean :
         the machine tables of :func:`msvm.solvers.linear._tables` (M: the (Q, P, P)
         diagonal blocks).
@@ -200,7 +201,7 @@ cdef class LinearState:
     cdef double[:, ::1] alpha
     cdef double[:, ::1] Wt
     cdef double[:, ::1] B
-    cdef const double[::1] sqnorm
+    cdef double[::1] sqnorm
     cdef const double[:, :, ::1] M
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
@@ -383,7 +384,24 @@ cdef class LinearState:
         self.max_violation = INFINITY
         self.last_pass_max = INFINITY
         with nogil:
+            self._norms()
             self._rebuild()
+
+    cdef void _norms(self) noexcept nogil:
+        cdef Py_ssize_t i, j, k
+        cdef double v, acc
+        for i in range(self.m):
+            acc = 0.0
+            if self.sparse:
+                for k in range(self.ptr[i], self.ptr[i + 1]):
+                    v = self.Xd[k]
+                    acc += v * v
+            else:
+                for j in range(self.d):
+                    v = self.Xm[i, j]
+                    if v != 0.0:
+                        acc += v * v
+            self.sqnorm[i] = acc
 
     # ------------------------------------------------------------ W and F
     cdef void _rebuild(self) noexcept nogil:

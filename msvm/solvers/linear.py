@@ -130,7 +130,7 @@ def _rows(X):
     """(data or dense rows, indices, indptr) in the layout the Cython loop reads."""
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
-        X.sum_duplicates()
+        X.sum_duplicates()    # (sorts the indices: the order of a dense row)
         return (np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices, dtype=np.int32),
                 np.ascontiguousarray(X.indptr, dtype=np.intp))
     return (np.ascontiguousarray(X, dtype=np.float64), np.zeros(0, dtype=np.int32),
@@ -216,19 +216,16 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     alpha = _start(problem, warm_start)
     X = kernel.X
     m, d = X.shape
-    Q, P = problem.n_classes, problem.n_slots
+    Q = problem.n_classes
     data, indices, indptr = _rows(X)
-    if sp.issparse(X):
-        sqnorm = np.asarray(sp.csr_matrix(X).multiply(X).sum(axis=1), dtype=np.float64).ravel()
-    else:
-        sqnorm = np.einsum("ij,ij->i", data, data)
+    sqnorm = np.zeros(m)   # filled by the state
     tables = _tables(problem)
     kind, kappa, rho = _structure(problem, tables["M"], tables)
     shift = float(problem.kernel_shift)
     Wt = np.zeros((d, Q))
     B = np.zeros((m, Q) if shift else (1, Q))
     state = LinearState(
-        data, indices, indptr, d, problem.y, alpha, Wt, B, np.ascontiguousarray(sqnorm),
+        data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
         tables["M"], tables["gamma"], tables["active"], tables["slack"], tables["group_size"],
         tables["nz_count"], tables["nz_col"], tables["nz_val"], tables["nu_mean"],
         kind, kappa, rho, float(problem.upper_bound), shift, tol,
