@@ -70,6 +70,12 @@ extensions = [
         extra_link_args=OPENMP,
     ),
     Extension(
+        "msvm._core._linear",
+        ["msvm/_core/_linear.pyx"],
+        include_dirs=[np.get_include()],
+        extra_compile_args=COMPILE_ARGS,
+    ),
+    Extension(
         "msvm._core._ball",
         ["msvm/_core/_ball.pyx"],
         include_dirs=[np.get_include()],

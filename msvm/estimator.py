@@ -133,7 +133,9 @@ default='rbf'
         QP solvers ``'cvxpy'`` (Clarabel, interior point) and ``'osqp'``, the
         decomposition solver ``'s2do'`` and the online LaRank-style solver
         ``'online'`` (both bias-free machines only; see ``epochs`` and
-        ``online_strategy``).
+        ``online_strategy``), and ``'linear'`` (``kernel='linear'`` and
+        bias-free machines only: dual coordinate descent keeping the primal
+        W, for large sparse data; :mod:`msvm.solvers.linear`).
         ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`
         (``'s2do'`` without a bias, ``'frank_wolfe'`` with one).  A solver
         that cannot handle the bias setting raises a ValueError.  Each
@@ -229,6 +231,11 @@ default='rbf'
         from SVC's (n_classes − 1, n_SV) one-vs-one layout.
     intercept_ : ndarray of shape (n_classes,)
         The bias b from the KKT conditions when ``fit_intercept``, else zeros.
+    coef_ : ndarray of shape (n_classes, n_features)
+        Only after a fit with ``solver='linear'`` (``kernel='linear'``): the
+        primal weights W the solver keeps, h(x) = coef_ @ x + intercept_
+        (equal to ``dual_coef_.T @ support_vectors_``); prediction then uses
+        it directly.
     gamma_ : float
         The kernel γ actually used (0.0 for a precomputed kernel).
     n_iter_ : int
@@ -560,6 +567,7 @@ default='rbf'
             self.support_vectors_ = X[support]
         self.n_support_ = np.bincount(y_codes[support], minlength=n_classes).astype(np.int32)
         self.dual_coef_ = np.ascontiguousarray(beta[support])
+        self._set_coef(solution)
         if self.fit_intercept and diagnostics.b is not None:
             self.intercept_ = np.asarray(diagnostics.b, dtype=np.float64).copy()
         else:
@@ -587,6 +595,14 @@ default='rbf'
                 stacklevel=2,
             )
         return self
+
+    def _set_coef(self, solution) -> None:
+        """``coef_`` (Q × d) for solver='linear', straight from its W; else no ``coef_``."""
+        coef = solution.info.get("coef")
+        if coef is not None:
+            self.coef_ = np.asarray(coef, dtype=np.float64)
+        elif hasattr(self, "coef_"):
+            del self.coef_
 
     # -------------------------------------------------------- partial_fit
     @_streaming_only
@@ -702,6 +718,8 @@ default='rbf'
         self.support_vectors_ = feats[keep]
         self.n_support_ = np.bincount(labels[keep], minlength=n_classes).astype(np.int32)
         self.dual_coef_ = np.ascontiguousarray(beta[keep])
+        if hasattr(self, "coef_"):
+            del self.coef_      # a previous fit's W (solver='linear') is not this model's
         self.intercept_ = np.zeros(n_classes)
         self.n_iter_ = int(stream.state.n_steps)
         self.shape_fit_ = (int(stream.n_seen), int(self.n_features_in_))
@@ -754,6 +772,8 @@ default='rbf'
             return scores
         if self._precomputed:
             return scores + np.asarray(X[:, self.support_] @ self.dual_coef_)
+        if getattr(self, "coef_", None) is not None:
+            return scores + np.asarray(X @ self.coef_.T)
         if callable(self.kernel):
             return scores + callable_block(self.kernel, X, self.support_vectors_) @ self.dual_coef_
         kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,

@@ -37,6 +37,7 @@ SOLVERS = {
     "s2do": "msvm.solvers.s2do",
     "online": "msvm.solvers.online",
     "frank_wolfe": "msvm.solvers.frank_wolfe",
+    "linear": "msvm.solvers.linear",
 }
 
 #: Parameters of the estimator that are options of a solver (``verbose`` and

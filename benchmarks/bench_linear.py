@@ -1,0 +1,386 @@
+"""solver='linear' against liblinear's LinearSVC (Crammer–Singer and one-vs-rest).
+
+Data: mnist (CSR, 60 000 × 780, pixels / 255), dna (2 000 × 180) and a
+generated text-like set (``text``: 20 000 training + 5 000 test rows ×
+50 000 features at 0.2% density, 50 classes, drawn here with a fixed seed:
+each class owns 200 "topic" features, half of a row's non-zeros come from its
+class's topic, the rest are uniform noise, rows normalised to unit length, so
+the classes are linearly structured but overlap).
+
+Peers in the same run, at equal C (the mapping, from the primal problems):
+
+* msvm ``cs`` with C is liblinear's Crammer–Singer problem with the same C:
+  both minimise ½ Σ_c ‖w_c‖² + C Σ_i max(0, max_{k≠y_i} 1 − (h_{y_i} − h_k))
+  (Keerthi et al. 2008, eq. 1; :mod:`msvm.machines`, row ``cs``), so
+  ``LinearSVC(multi_class='crammer_singer', C=C, fit_intercept=False)``.
+* one-vs-rest ``LinearSVC(loss='hinge', C=C, fit_intercept=False)`` solves
+  Q binary hinge SVMs with C, which is msvm's ``ova`` row with the same C
+  (its dual is the sum of the Q binary duals); it is timed as the baseline
+  users compare against.  WW and LLW (no liblinear counterpart) are timed
+  beside them at the same C and tol.
+
+Equal accuracy of the dual.  liblinear prints its dual objective at the end
+of a fit (``verbose=1``, "Objective value = v", the minimised dual; D = −v);
+each run happens in a fresh subprocess whose standard output is parsed.
+msvm runs at ``tol``; liblinear at ``tol`` and at ``tol``/10, ``tol``/100.
+Every run reports its dual D, the primal P of its W (msvm's formula, the same
+for both), the gap P − D and the dual's relative error (D* − D)/|D*| against
+the best dual D* of the run.  The summary compares msvm's CS time with the
+fastest liblinear CS run whose dual error is no larger (median of
+``--repeat`` runs per setting, default 3).  The plot per data set shows the
+dual objective against time: msvm's trace and liblinear's (time, D) points.
+
+Timings need an idle machine (BENCHMARKS.md); on shared cores they are rough.
+
+Examples::
+
+    python benchmarks/bench_linear.py --quick           # small sizes, one repeat
+    python benchmarks/bench_linear.py                   # mnist, dna, text; 3 repeats
+    python -m benchmarks.bench_linear text --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+#: id -> (C, tol).  C in msvm's (= liblinear's) convention for CS and OvR.
+CONFIGS = {
+    "mnist": (0.1, 1e-2),
+    "dna": (0.1, 1e-2),
+    "text": (1.0, 1e-2),
+}
+QUICK_SIZES = {"mnist": 5000, "dna": None, "text": 4000}
+TEXT = dict(m=20000, m_test=5000, d=50000, density=0.002, n_classes=50, topic=200, seed=0)
+MODELS = ("cs", "ww", "llw")
+MARKER = "RESULT "
+CSV_FIELDS = ["config", "solver", "model", "m", "d", "C", "tol", "fit_time", "dual", "primal",
+              "gap", "relative_gap", "dual_rel_error", "test_error", "n_iter", "status"]
+
+
+# --------------------------------------------------------------------- data
+def text_like(m: int, m_test: int, d: int, density: float, n_classes: int, topic: int,
+              seed: int):
+    """The deterministic text-like set (see the module docstring)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n = m + m_test
+    per_row = max(1, int(round(d * density)))
+    topics = rng.integers(0, d, size=(n_classes, topic))
+    y = rng.integers(0, n_classes, size=n)
+    rows = np.repeat(np.arange(n), per_row)
+    own = rng.random(n * per_row) < 0.5
+    cols = np.where(own, topics[y[rows], rng.integers(0, topic, size=n * per_row)],
+                    rng.integers(0, d, size=n * per_row))
+    vals = rng.random(n * per_row) + 0.1
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, d))
+    X.sum_duplicates()
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    X = sp.csr_matrix(sp.diags(1.0 / norms) @ X)
+    return X[:m], y[:m], X[m:], y[m:]
+
+
+def _csr32(X):
+    """CSR with 32-bit indices (liblinear's wrapper accepts no other)."""
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X
+
+
+def load(config: str, n_train: int | None):
+    """CSR (X, y, X_test, y_test) for a configuration (MNIST pixels / 255)."""
+    X, y, Xt, yt = _load(config, n_train)
+    return _csr32(X), y, _csr32(Xt), yt
+
+
+def _load(config: str, n_train: int | None):
+    import scipy.sparse as sp
+
+    if config == "text":
+        spec = dict(TEXT)
+        if n_train is not None:
+            spec["m"], spec["d"] = n_train, max(2000, int(TEXT["d"] * n_train / TEXT["m"]))
+            spec["m_test"] = max(1000, n_train // 4)
+        return text_like(**spec)
+    from msvm.datasets import shared_dataset
+
+    X, y, Xt, yt = shared_dataset(config)
+    X, Xt = sp.csr_matrix(X, dtype=np.float64), sp.csr_matrix(Xt, dtype=np.float64)
+    if config == "mnist":
+        X, Xt = X / 255.0, Xt / 255.0
+    if n_train is not None:
+        X, y = X[:n_train], y[:n_train]
+    return sp.csr_matrix(X), y, sp.csr_matrix(Xt), yt
+
+
+# ----------------------------------------------------------------- one run
+def primal_of(problem, W: np.ndarray) -> float:
+    """msvm's primal objective of the weights W (Q × d), bias-free, hinge loss."""
+    from msvm.diagnostics import _group_masks, _margins
+
+    F = np.asarray(problem.kernel.X @ W.T)
+    r = _margins(problem, F, np.zeros(problem.n_classes))
+    xi = np.stack([np.max(np.where(mk, r, -np.inf), axis=1) for mk in _group_masks(problem)],
+                  axis=1)
+    return 0.5 * float(np.sum(W * W)) + problem.C * float(np.maximum(xi, 0.0).sum())
+
+
+def run_one(spec: dict) -> dict:
+    """One fit (called in a fresh process)."""
+    from sklearn.svm import LinearSVC
+
+    from msvm.kernels import Kernel
+    from msvm.machines import make_machine
+    from msvm.problem import DualProblem
+
+    C, tol = CONFIGS[spec["config"]]
+    tol = spec.get("tol", tol)
+    X, y, Xt, yt = load(spec["config"], spec.get("m"))
+    classes, codes = np.unique(y, return_inverse=True)
+    codes_t = np.searchsorted(classes, yt)
+    model = spec["model"]
+    problem = DualProblem(make_machine(model, len(classes)), codes, Kernel(X, "linear"), C, False)
+    out = dict(spec, m=int(X.shape[0]), d=int(X.shape[1]), C=C, tol=tol)
+    if spec["solver"] == "msvm":
+        from msvm.solvers import linear
+
+        start = time.perf_counter()
+        problem = DualProblem(make_machine(model, len(classes)), codes, Kernel(X, "linear"), C,
+                              False)
+        sol = linear.solve(problem, tol=tol, random_state=0, trace=spec.get("trace"))
+        out["fit_time"] = time.perf_counter() - start
+        W = sol.info["coef"]
+        out["dual"] = float(np.sum(problem.targets * sol.alpha) - 0.5 * np.sum(W * W))
+        out["n_iter"] = int(sol.n_iter)
+        out["status"] = sol.status
+        out["max_violation"] = sol.info["max_violation"]
+        if spec.get("trace"):
+            out["trace"] = sol.info["trace"]
+    else:
+        multi = "crammer_singer" if model == "cs" else "ovr"
+        clf = LinearSVC(C=C, loss="hinge", multi_class=multi, fit_intercept=False, tol=tol,
+                        max_iter=100000, dual=True, verbose=1)
+        start = time.perf_counter()
+        clf.fit(X, codes)
+        out["fit_time"] = time.perf_counter() - start
+        W = np.asarray(clf.coef_, dtype=np.float64)
+        out["n_iter"] = int(np.max(clf.n_iter_))
+        out["status"] = "optimal" if np.max(clf.n_iter_) < 100000 else "max_iter"
+    out["primal"] = primal_of(problem, W)
+    out["test_error"] = float(np.mean(np.argmax(np.asarray(Xt @ W.T), axis=1) != codes_t))
+    return out
+
+
+def spawn(spec: dict, timeout: float | None) -> dict:
+    """Run ``spec`` in a subprocess; parse its JSON line and liblinear's objective values."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(spec, status="timeout")
+    if proc.returncode != 0:
+        return dict(spec, status="failed", error=proc.stderr[-2000:])
+    # liblinear writes through C stdio, which may flush after Python: find our line.
+    line = [x for x in proc.stdout.splitlines() if x.startswith(MARKER)][-1]
+    row = json.loads(line[len(MARKER):])
+    if spec["solver"] == "liblinear":
+        values = [float(v) for v in re.findall(r"Objective value = (\S+)", proc.stdout)]
+        row["dual"] = -float(np.sum(values)) if values else None   # liblinear minimises −D
+    return row
+
+
+# --------------------------------------------------------------- reporting
+def finish(rows: list[dict]) -> None:
+    """Gap and dual error (against the best dual of the same configuration and model)."""
+    best = {}
+    for r in rows:
+        if r.get("dual") is not None:
+            key = (r["config"], r["model"])
+            best[key] = max(best.get(key, -np.inf), r["dual"])
+    for r in rows:
+        if r.get("dual") is None or r.get("primal") is None:
+            continue
+        r["gap"] = r["primal"] - r["dual"]
+        r["relative_gap"] = r["gap"] / max(abs(r["primal"]), 1e-300)
+        star = best[(r["config"], r["model"])]
+        r["dual_rel_error"] = (star - r["dual"]) / max(abs(star), 1e-300)
+
+
+def median(rows, **match):
+    times = [r["fit_time"] for r in rows if r.get("status") == "optimal"
+             and all(r.get(k) == v for k, v in match.items())]
+    return statistics.median(times) if times else None
+
+
+def summary(rows: list[dict], configs, tols) -> list[str]:
+    lines = [f"{'config':<7} {'solver':<10} {'model':<5} {'tol':>7} {'time s':>8} {'dual':>14} "
+             f"{'rel gap':>9} {'dual err':>9} {'test err':>8}"]
+    for c in configs:
+        for solver, model in (("msvm", "cs"), ("liblinear", "cs"), ("msvm", "ww"),
+                              ("msvm", "llw"), ("liblinear", "ova")):
+            for tol in sorted({r["tol"] for r in rows if r["config"] == c
+                               and r["solver"] == solver and r["model"] == model}, reverse=True):
+                same = [r for r in rows if r["config"] == c and r["solver"] == solver
+                        and r["model"] == model and r["tol"] == tol and "fit_time" in r]
+                if not same:
+                    continue
+                t = median(same)
+                r = same[-1]
+                lines.append(
+                    f"{c:<7} {solver:<10} {model:<5} {tol:7.0e} {t or float('nan'):8.2f} "
+                    f"{r.get('dual') or float('nan'):14.8g} "
+                    f"{r.get('relative_gap', float('nan')):9.2e} "
+                    f"{r.get('dual_rel_error', float('nan')):9.2e} "
+                    f"{100 * r.get('test_error', float('nan')):7.2f}%")
+        ours = [r for r in rows if r["config"] == c and r["solver"] == "msvm"
+                and r["model"] == "cs" and "dual_rel_error" in r]
+        if not ours:
+            continue
+        t_ours = median(ours)
+        err = max(r["dual_rel_error"] for r in ours)
+        peers = []
+        for tol in tols(c):
+            same = [r for r in rows if r["config"] == c and r["solver"] == "liblinear"
+                    and r["model"] == "cs" and r["tol"] == tol and "dual_rel_error" in r]
+            if same and max(r["dual_rel_error"] for r in same) <= err and median(same):
+                peers.append((median(same), tol))
+        if peers and t_ours:
+            t_peer, tol = min(peers)
+            lines.append(f"{c}: CS at equal dual accuracy (error <= {err:.1e}): msvm "
+                         f"{t_ours:.2f} s, liblinear (tol {tol:g}) {t_peer:.2f} s, "
+                         f"ratio {t_ours / t_peer:.2f}")
+        else:
+            lines.append(f"{c}: no liblinear CS run reached msvm's dual error {err:.1e}")
+    return lines
+
+
+def plot(rows: list[dict], config: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for r in rows:
+        if r["config"] == config and r["solver"] == "msvm" and r.get("trace"):
+            t, dual = np.array(r["trace"])[:, :2].T
+            ax.plot(t, dual, marker=".", label=f"msvm linear {r['model']}")
+    for model in ("cs",):
+        pts = sorted((r["fit_time"], r["dual"]) for r in rows if r["config"] == config
+                     and r["solver"] == "liblinear" and r["model"] == model
+                     and r.get("dual") is not None)
+        if pts:
+            t, dual = np.array(pts).T
+            ax.plot(t, dual, marker="s", ls=":", label="LinearSVC crammer_singer (tol sweep)")
+    duals = [r["dual"] for r in rows if r["config"] == config and r["model"] == "cs"
+             and r.get("dual") is not None]
+    if duals:
+        top = max(duals)
+        ax.set_ylim(top - 0.05 * abs(top), top + 0.005 * abs(top))
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("dual objective")
+    ax.set_title(f"{config}: dual objective against time (C = {CONFIGS[config][0]:g})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(rows: list[dict], tag: str) -> tuple[Path, Path]:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    jsonl, csv_path = RESULTS / f"{tag}.jsonl", RESULTS / f"{tag}.csv"
+    with jsonl.open("w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    with csv_path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return jsonl, csv_path
+
+
+# --------------------------------------------------------------------- main
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("configs", nargs="*", help=f"data sets (default: all of {list(CONFIGS)})")
+parser.add_argument("--quick", action="store_true",
+                    help=f"smaller training sets {QUICK_SIZES}, one repeat")
+parser.add_argument("--repeat", type=int, default=None, help="runs per setting (default 3)")
+parser.add_argument("--tol", type=float, default=None, help="msvm's tol (default per config)")
+parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
+parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
+parser.add_argument("--worker", help=argparse.SUPPRESS)
+
+
+def main(argv=None) -> int:
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(MARKER + json.dumps(run_one(json.loads(args.worker))), flush=True)
+        return 0
+    configs = args.configs or list(CONFIGS)
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown data set(s) {unknown}; known: {list(CONFIGS)}")
+    repeat = args.repeat or (1 if args.quick else 3)
+    tag = args.tag or time.strftime("linear-%Y%m%d-%H%M%S")
+
+    def tol_of(c):
+        return args.tol or CONFIGS[c][1]
+
+    def lib_tols(c):
+        return [tol_of(c), tol_of(c) / 10, tol_of(c) / 100]
+
+    specs = []
+    for c in configs:
+        m = QUICK_SIZES[c] if args.quick else None
+        specs.append(dict(config=c, solver="msvm", model="cs", m=m, tol=tol_of(c), trace=0.1,
+                          role="trace"))
+        for _ in range(repeat):
+            for model in MODELS:
+                specs.append(dict(config=c, solver="msvm", model=model, m=m, tol=tol_of(c)))
+            for tol in lib_tols(c):
+                specs.append(dict(config=c, solver="liblinear", model="cs", m=m, tol=tol))
+            specs.append(dict(config=c, solver="liblinear", model="ova", m=m, tol=tol_of(c)))
+    rows = []
+    for k, spec in enumerate(specs, 1):
+        row = spawn(spec, args.timeout)
+        rows.append(row)
+        print(f"[{k}/{len(specs)}] {row['config']} {row['solver']} {row['model']} "
+              f"tol={row.get('tol')}: {row.get('fit_time', float('nan')):.2f} s, dual "
+              f"{row.get('dual')}, test error {100 * row.get('test_error', float('nan')):.2f}%, "
+              f"status {row.get('status')}", flush=True)
+        if row.get("error"):
+            print(row["error"], file=sys.stderr, flush=True)
+    finish(rows)
+    table = [r for r in rows if r.get("role") != "trace"]
+    lines = [f"msvm linear benchmark {tag}: {platform.platform()}, python "
+             f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
+             f"{os.getloadavg()[0]:.1f} at the end; median of {repeat}; one thread each"]
+    lines += summary(table, configs, lib_tols)
+    for c in configs:
+        plot(rows, c, RESULTS / f"{tag}-{c}-dual-time.png")
+    jsonl, csv_path = write(rows, tag)
+    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"wrote {jsonl}, {csv_path}, {RESULTS / (tag + '.txt')} and the plots")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Linear-kernel solver: dual coordinate descent over examples with the primal W.
+
+For ``kernel='linear'`` the scores are h(x) = W x with W = Σ_i β_i x_iᵀ
+(Q × d), so a solver that keeps W needs no Gram row: visiting example i
+costs O(nnz(x_i)·Q) to read its Q scores and to update W after a step.
+Each visit optimises all the example's variables together, exactly (the
+closed form of :mod:`msvm._core._linear` for WW, CS, LLW, M-SVM², ADM, OvA
+and MMR, whose per-example Hessian is κ(I + ρ11ᵀ)‖x_i‖²; exact coordinate
+steps to a tenth of ``tol`` for ATS and ATM), the examples in a random order
+each pass, with shrinking; the run stops when the largest KKT violation, in
+S2DO's gradient units, is ≤ ``tol`` (a full pass without a step), the rule
+of :mod:`msvm.solvers.s2do` and BENCHMARKS.md.
+
+This is the multi-class counterpart of liblinear's dual coordinate descent
+(Hsieh et al. 2008) and of its Crammer–Singer solver, the sequential dual
+method of Keerthi et al. (2008); msvm's CS with C is liblinear's (and
+``LinearSVC(multi_class='crammer_singer', fit_intercept=False)``'s) with the
+same C.
+
+The M-SVM².  Its dual is the hard-margin LLW dual with the kernel
+k + δ_ij/(2C); in the primal the diagonal term is a per-example quadratic
+slack.  With W it costs nothing: the scores are F_i = W x_i + β_i/(2C)
+(β_i, Q numbers per example, are kept beside W) and the example's Hessian is
+(‖x_i‖² + 1/(2C)) M_y, so the M-SVM² is supported like the others.
+
+Input: dense rows or CSR (the estimator passes CSR as is); the loop runs
+without the GIL and returns to Python every ``time_slice`` seconds so that
+Ctrl-C and ``verbose`` progress work on long runs.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from msvm.problem import DualProblem, DualSolution
+from msvm.solvers.s2do import _start
+
+SUPPORTS_BIAS = False
+SUPPORTS_NO_BIAS = True
+
+_STATUS = {0: "optimal", 1: "max_iter", 2: "running"}
+
+
+def _tables(problem: DualProblem) -> dict:
+    """The machine's arrays in the layout the Cython loop reads.
+
+    As :func:`msvm.solvers.s2do._tables` (sparse uncentred ν, ν's class means,
+    targets, slack groups), but with only the per-class diagonal blocks
+    ``M[y] = ν̄_y ν̄_yᵀ`` (Q, P, P) of the machine's Hessian table: a visit
+    couples the variables of one example only.
+    """
+    machine = problem.machine
+    Q, P = machine.n_classes, machine.n_slots
+    nu_bar = problem.nu
+    M = np.einsum("ypc,yqc->ypq", nu_bar, nu_bar)
+    nu = machine.nu * machine.active[:, :, None]
+    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
+    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
+    nz_val = np.zeros((Q, P, Q))
+    for y in range(Q):
+        for p in range(P):
+            cols = np.flatnonzero(nu[y, p])
+            nz_col[y, p, : len(cols)] = cols
+            nz_val[y, p, : len(cols)] = nu[y, p, cols]
+    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
+    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
+    if machine.loss != "hinge":
+        slack[:] = -1
+    R = max(machine.n_slacks, 1)
+    group_size = np.zeros((Q, R), dtype=np.int32)
+    for y in range(Q):
+        for p in range(P):
+            if slack[y, p] >= 0:
+                group_size[y, slack[y, p]] += 1
+    return dict(
+        M=np.ascontiguousarray(M),
+        gamma=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
+        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
+        slack=np.ascontiguousarray(slack),
+        group_size=group_size,
+        nz_count=nz_count,
+        nz_col=nz_col,
+        nz_val=nz_val,
+        nu_mean=np.ascontiguousarray(nu_mean),
+    )
+
+
+def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
+    """Per class: the subproblem solver (1 exact, 0 iterative), κ_y and ρ_y.
+
+    The exact solver needs M_y restricted to the active slots of class y to be
+    κ(I + ρ11ᵀ) with κ > 0 and ρ·n > −1 (positive definite), and the slack
+    groups of the class to be singletons, one group of every active slot, or
+    absent (quadratic loss).
+    """
+    machine = problem.machine
+    Q = machine.n_classes
+    kind = np.zeros(Q, dtype=np.int32)
+    kappa = np.ones(Q)
+    rho = np.zeros(Q)
+    sizes = tables["group_size"]
+    for y in range(Q):
+        slots = np.flatnonzero(machine.active[y])
+        n = len(slots)
+        if n == 0:
+            kind[y] = 1
+            continue
+        block = M[y][np.ix_(slots, slots)]
+        k = block[0, 0] - (block[0, 1] if n > 1 else 0.0)
+        if not k > 1e-12:
+            continue
+        r = block[0, 1] / k if n > 1 else 0.0
+        if not np.allclose(block, k * (np.eye(n) + r), rtol=0, atol=1e-12 * abs(k)):
+            continue
+        if not r * n > -1 + 1e-9:
+            continue
+        groups = sizes[y][sizes[y] > 0]
+        if machine.loss == "hinge" and not (np.all(groups == 1) or
+                                            (len(groups) == 1 and groups[0] == n)):
+            continue
+        kind[y], kappa[y], rho[y] = 1, k, r
+    return kind, kappa, rho
+
+
+def _rows(X):
+    """(data or dense rows, indices, indptr) in the layout the Cython loop reads."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.sum_duplicates()    # (sorts the indices: the order of a dense row)
+        return (np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices, dtype=np.int32),
+                np.ascontiguousarray(X.indptr, dtype=np.intp))
+    return (np.ascontiguousarray(X, dtype=np.float64), np.zeros(0, dtype=np.int32),
+            np.zeros(0, dtype=np.intp))
+
+
+def _seed(random_state) -> int:
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
+def coef_from_state(problem: DualProblem, Wt: np.ndarray) -> np.ndarray:
+    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ."""
+    W = Wt.T
+    if problem.machine.sum_to_zero:
+        W = W - W.mean(axis=0, keepdims=True)
+    return np.ascontiguousarray(W)
+
+
+def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
+          shrinking: bool = True, random_state=None, time_slice: float = 0.5,
+          trace: float | None = None) -> DualSolution:
+    """Solve the bias-free dual of a linear-kernel problem by dual coordinate descent.
+
+    Parameters
+    ----------
+    problem : DualProblem
+        ``fit_intercept=False`` and ``kernel='linear'`` (dense or CSR points).
+    tol : float, optional
+        Largest KKT violation at the solution, in gradient units (default 1e-3),
+        as for :mod:`msvm.solvers.s2do`.
+    max_iter : int, optional
+        Cap on the passes over the working set (default: none); reaching it
+        gives status ``"max_iter"`` and a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
+    warm_start : DualSolution or ndarray of shape (m, P), optional
+        Starting point, made feasible as in :mod:`msvm.solvers.s2do` (W is
+        built from it).
+    verbose : bool
+        Print passes, violation, dual objective and working-set size about
+        once per second.
+    shrinking : bool
+        Remove examples whose variables sit at bounds with their gradients
+        pointing outwards from the passes (they come back before the end).
+    random_state : int, RandomState instance or None
+        Seed of the visiting order (a fresh permutation each pass).
+    time_slice : float
+        Seconds the compiled loop runs before returning to Python (to check
+        for signals and report progress); at most 0.5 is used.
+    trace : float, optional
+        Record ``(seconds, dual objective, largest violation of the last
+        pass, passes)`` about every ``trace`` seconds, at the start and at
+        the end, in ``info["trace"]`` (each point costs O(d·Q)).
+
+    Returns
+    -------
+    DualSolution
+        With ``info["coef"]``, the centred W̄ of shape (Q, d): the scores are
+        h(x) = W̄ x, and W̄ equals ``dual_coef_.T @ support_vectors_``.
+    """
+    from msvm._core._linear import LinearState
+
+    if problem.fit_intercept:
+        raise ValueError("Solver 'linear' cannot handle a bias; use fit_intercept=False.")
+    kernel = problem.kernel
+    if callable(kernel.name) or kernel.name != "linear":
+        name = "a callable" if callable(kernel.name) else repr(kernel.name)
+        raise ValueError(f"Solver 'linear' needs kernel='linear' (it keeps the primal W); "
+                         f"got kernel={name} with model={problem.machine.name!r}. "
+                         "Use solver='s2do' for other kernels.")
+    start = time.perf_counter()
+    tol = 1e-3 if tol is None else float(tol)
+    if not tol >= 0:
+        raise ValueError(f"tol must be non-negative, got {tol!r}.")
+    if not (isinstance(time_slice, (int, float)) and time_slice > 0):
+        raise ValueError(f"time_slice must be a positive number of seconds, got {time_slice!r}.")
+    if trace is not None and not trace > 0:
+        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
+    budget = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    if budget < 1:
+        raise ValueError(f"max_iter must be a positive number of passes, got {max_iter!r}.")
+    alpha = _start(problem, warm_start)
+    X = kernel.X
+    m, d = X.shape
+    Q = problem.n_classes
+    data, indices, indptr = _rows(X)
+    sqnorm = np.zeros(m)   # filled by the state
+    tables = _tables(problem)
+    kind, kappa, rho = _structure(problem, tables["M"], tables)
+    shift = float(problem.kernel_shift)
+    Wt = np.zeros((d, Q))
+    B = np.zeros((m, Q) if shift else (1, Q))
+    state = LinearState(
+        data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
+        tables["M"], tables["gamma"], tables["active"], tables["slack"], tables["group_size"],
+        tables["nz_count"], tables["nz_col"], tables["nz_val"], tables["nu_mean"],
+        kind, kappa, rho, float(problem.upper_bound), shift, tol,
+        bool(problem.machine.sum_to_zero), bool(shrinking), _seed(random_state),
+    )
+    points = []
+
+    def dual() -> float:
+        W = coef_from_state(problem, Wt)
+        J = 0.5 * float(np.sum(W * W)) - float(np.sum(problem.targets * alpha))
+        if shift:
+            beta = B - B.mean(axis=1, keepdims=True) if problem.machine.sum_to_zero else B
+            J += 0.5 * shift * float(np.sum(beta * beta))
+        return -J
+
+    def record():
+        points.append((time.perf_counter() - start, dual(), float(state.last_pass_max),
+                       int(state.n_iter)))
+
+    slice_ = min(float(time_slice), 0.5)
+    if trace is not None:
+        slice_ = min(slice_, float(trace))
+        record()
+    last_print = last_trace = time.perf_counter()
+    n_start = state.n_iter
+    while True:
+        code = state.run(max(budget - (state.n_iter - n_start), 0), slice_)
+        now = time.perf_counter()
+        if trace is not None and (code != 2 or now - last_trace >= trace):
+            last_trace = now
+            record()
+        if verbose and (now - last_print >= 1.0 or code != 2):
+            last_print = now
+            print(f"linear: pass {state.n_iter:>7d}  violation {state.last_pass_max:.3e}  "
+                  f"dual {dual():.10g}  active {state.n_work}/{m}", flush=True)
+        if code != 2:
+            break
+    if code == 1:
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(
+            f"linear stopped at max_iter={max_iter} passes with a KKT violation of "
+            f"{state.last_pass_max:.3e} > tol={tol:g}; increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    W = coef_from_state(problem, Wt)
+    beta = problem.beta(alpha)
+    scores = np.asarray(X @ W.T, dtype=np.float64)
+    if shift:
+        scores += shift * beta
+    return DualSolution(
+        alpha=alpha,
+        b=np.zeros(Q),
+        status=_STATUS[code],
+        n_iter=int(state.n_iter),
+        time=time.perf_counter() - start,
+        n_kernel_evaluations=0,
+        solver="linear",
+        scores=scores,
+        info={
+            "coef": W,
+            "max_violation": float(state.last_pass_max if code == 0 else state.max_violation),
+            "n_steps": int(state.n_steps),
+            "n_visits": int(state.n_visits),
+            "n_inner_steps": int(state.n_inner),
+            "n_unshrink": int(state.n_unshrink),
+            "exact_subproblem": bool(np.all(kind == 1)),
+            **({"trace": points} if trace is not None else {}),
+        },
+    )

@@ -1,0 +1,165 @@
+"""solver='linear' reaches the reference optimum of every bias-free machine it supports.
+
+Accuracy.  As for S2DO (``tests/test_s2do.py``), ``tol`` is the largest KKT
+violation in gradient units and the run ends with a full pass that measures
+every violation at the final point, so :func:`msvm.diagnostics.kkt_violation`
+(looser bound tolerances) is ≤ ``tol`` up to the rounding of recomputing the
+scores from the Gram matrix; the dual objective is checked against OSQP
+(polished, an independent exact solver) to 1e-6 relative.
+
+Problems: rows of the validation suite (iris, wine, vowel and some generated
+ones) with a linear kernel; every machine of the unified table, the M-SVM²
+included.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from msvm import MultiClassSVC
+from msvm.diagnostics import diagnose
+from msvm.kernels import Kernel
+from msvm.machines import MACHINES, make_machine
+from msvm.problem import DualProblem
+from msvm.solvers import get_solver
+from validation.problems import get_problem
+
+from problem_factory import blobs, make_problem
+
+TOL = 1e-6
+#: Validation rows per machine group, at C in {0.1, 1} (the linear-kernel C values of
+#: validation/bounds.py: at C = 10 the low-rank linear duals need 10^4-10^5 passes).
+MAIN = ("ww", "cs", "llw", "msvm2")
+FAMILY = ("adm", "ats", "atm", "ova", "mmr")
+ROWS = {"main": ("iris", "wine", "vowel", "blobs-q5-d20", "checker-q4"),
+        "family": ("iris", "vowel", "overlap-q3")}
+CS = (0.1, 1.0)
+
+
+def _linear():
+    from msvm.solvers import linear
+
+    return linear
+
+
+def _problem(model, X, y, C):
+    return DualProblem(make_machine(model, int(y.max()) + 1), y, Kernel(X, "linear"), C, False)
+
+
+def test_every_machine_is_tested():
+    assert set(MAIN) | set(FAMILY) == set(MACHINES)
+
+
+@pytest.mark.parametrize("model", MAIN + FAMILY)
+def test_matches_reference(model):
+    """Dual objective within 1e-6 of Clarabel's (the validation suite's reference)."""
+    linear = _linear()
+    for row in ROWS["main" if model in MAIN else "family"]:
+        X, y = get_problem(row).data
+        for C in CS:
+            problem = _problem(model, X, y, C)
+            reference = diagnose(problem, get_solver("cvxpy").solve(problem)).dual_objective
+            solution = linear.solve(problem, tol=TOL, random_state=0)
+            assert solution.status == "optimal", (row, C, solution.info)
+            assert problem.check_feasible(solution.alpha, atol=1e-12), (row, C)
+            d = diagnose(problem, solution)
+            assert d.kkt_violation <= TOL * (1 + 1e-6), (row, C, d.kkt_violation)
+            rel = abs(d.dual_objective - reference) / abs(reference)
+            assert rel <= 1e-6, (row, C, rel)
+            # The scores the solver returns are K'β̄ recomputed from its W.
+            exact = problem.scores(problem.beta(solution.alpha))
+            np.testing.assert_allclose(solution.scores, exact, atol=1e-9 * max(1.0, C))
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2", "atm"])
+def test_dense_and_csr_same_answer(model):
+    linear = _linear()
+    rng = np.random.default_rng(0)
+    X, y = blobs(4, 4, 120, spread=2.0)
+    X = np.c_[X, rng.normal(size=(120, 6))]
+    X[rng.random(X.shape) < 0.5] = 0.0          # a sparse-looking dense matrix
+    a = linear.solve(_problem(model, X, y, 1.0), tol=TOL, random_state=3)
+    b = linear.solve(_problem(model, sp.csr_matrix(X), y, 1.0), tol=TOL, random_state=3)
+    # Same visiting order and the same arithmetic on the non-zeros: the same iterates.
+    assert a.n_iter == b.n_iter
+    np.testing.assert_allclose(a.alpha, b.alpha, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.info["coef"], b.info["coef"], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_estimator_coef(model):
+    X, y = blobs(5, 3, 150, spread=2.5)
+    Xs = sp.csr_matrix(np.c_[X, np.zeros((150, 3))])
+    clf = MultiClassSVC(model=model, kernel="linear", C=1.0, solver="linear", tol=1e-8,
+                        random_state=0).fit(Xs, y)
+    assert clf.coef_.shape == (3, Xs.shape[1])
+    np.testing.assert_allclose(clf.intercept_, np.zeros(3))
+    sv = clf.support_vectors_
+    sv = sv.toarray() if sp.issparse(sv) else sv
+    np.testing.assert_allclose(clf.coef_, clf.dual_coef_.T @ sv, atol=1e-10)
+    assert clf.solution_["status"] == "optimal"
+    assert clf.solution_["kkt_violation"] <= 1e-8 * (1 + 1e-6)
+    # The same model as S2DO's.
+    ref = MultiClassSVC(model=model, kernel="linear", C=1.0, solver="s2do", tol=1e-8).fit(X, y)
+    assert not hasattr(ref, "coef_")
+    assert abs(clf.solution_["dual_objective"] - ref.solution_["dual_objective"]) <= \
+        1e-7 * abs(ref.solution_["dual_objective"])
+    scores = ref.decision_function(X)
+    np.testing.assert_allclose(clf.decision_function(Xs), scores, atol=1e-5)
+    top2 = np.sort(scores, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-4      # (the linear CS model has near-ties here)
+    np.testing.assert_array_equal(clf.predict(Xs)[clear], ref.predict(X)[clear])
+
+
+def test_random_state_reproducible_and_max_iter():
+    linear = _linear()
+    X, y = get_problem("wine").data
+    problem = _problem("cs", X, y, 1.0)
+    a = linear.solve(problem, tol=1e-5, random_state=1)
+    b = linear.solve(problem, tol=1e-5, random_state=1)
+    np.testing.assert_array_equal(a.alpha, b.alpha)
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        c = linear.solve(problem, tol=1e-12, max_iter=2, random_state=1)
+    assert c.status == "max_iter" and c.n_iter == 2
+
+
+def test_warm_start_and_trace():
+    linear = _linear()
+    X, y = blobs(7, 4, 160, spread=2.0)
+    problem = _problem("ww", X, y, 1.0)
+    cold = linear.solve(problem, tol=1e-6, random_state=0, trace=1e-3)
+    warm = linear.solve(problem, tol=1e-6, random_state=0, warm_start=cold)
+    assert warm.n_iter < cold.n_iter / 2, (warm.n_iter, cold.n_iter)
+    assert warm.info["n_steps"] < cold.info["n_steps"] / 10
+    points = cold.info["trace"]
+    assert len(points) >= 2
+    assert abs(points[-1][1] - diagnose(problem, cold).dual_objective) <= 1e-9 * abs(points[-1][1])
+
+
+def test_unsupported_combinations():
+    linear = _linear()
+    X, y = blobs(0, 3, 60)
+    with pytest.raises(ValueError, match="needs kernel='linear'.*'rbf'.*model='cs'"):
+        linear.solve(make_problem("cs", X, y, kernel="rbf"))
+    with pytest.raises(ValueError, match="'linear' cannot handle a bias"):
+        MultiClassSVC(model="ww", kernel="linear", solver="linear", fit_intercept=True).fit(X, y)
+    with pytest.raises(ValueError, match="Solver 'linear' needs kernel='linear'"):
+        MultiClassSVC(model="llw", kernel="poly", solver="linear").fit(X, y)
+    with pytest.raises(ValueError, match="Solver 'linear' needs kernel='linear'"):
+        MultiClassSVC(model="ww", kernel="precomputed", solver="linear").fit(X @ X.T, y)
+    with pytest.raises(ValueError, match="time_slice"):
+        linear.solve(make_problem("ww", X, y, kernel="linear"), time_slice=0)
+
+
+def test_zero_rows():
+    """An all-zero example has no curvature: its variables go to the best vertex."""
+    linear = _linear()
+    X, y = blobs(8, 3, 90)
+    X[::7] = 0.0
+    for model in ("ww", "cs", "ats"):
+        problem = _problem(model, sp.csr_matrix(X), y, 0.5)
+        reference = diagnose(problem, get_solver("osqp").solve(problem)).dual_objective
+        d = diagnose(problem, linear.solve(problem, tol=TOL, random_state=0))
+        assert abs(d.dual_objective - reference) <= 1e-6 * abs(reference), model
