@@ -37,12 +37,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from msvm.problem import DualProblem, DualSolution
+from msvm.solvers import TIME_SLICE, StallWatch, check_tol, default_max_iter
 from msvm.solvers.s2do import _start
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"tol", "max_iter", "warm_start", "random_state"})
+STOPPING_RULE = "kkt_violation"
 
-_STATUS = {0: "optimal", 1: "max_iter", 2: "running"}
+_STATUS = {0: "optimal", 1: "max_iter", 2: "running", 3: "stalled"}
 
 
 def _tables(problem: DualProblem) -> dict:
@@ -203,14 +207,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                          f"got kernel={name} with model={problem.machine.name!r}. "
                          "Use solver='s2do' for other kernels.")
     start = time.perf_counter()
-    tol = 1e-3 if tol is None else float(tol)
-    if not tol >= 0:
-        raise ValueError(f"tol must be non-negative, got {tol!r}.")
+    tol = check_tol(tol)
     if not (isinstance(time_slice, (int, float)) and time_slice > 0):
         raise ValueError(f"time_slice must be a positive number of seconds, got {time_slice!r}.")
     if trace is not None and not trace > 0:
         raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
-    budget = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    budget = default_max_iter(problem.n_samples) if max_iter is None else int(max_iter)
     if budget < 1:
         raise ValueError(f"max_iter must be a positive number of passes, got {max_iter!r}.")
     alpha = _start(problem, warm_start)
@@ -245,7 +247,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         points.append((time.perf_counter() - start, dual(), float(state.last_pass_max),
                        int(state.n_iter)))
 
-    slice_ = min(float(time_slice), 0.5)
+    slice_ = min(float(time_slice), TIME_SLICE)
+    stall = StallWatch(lambda: -dual())
     if trace is not None:
         slice_ = min(slice_, float(trace))
         record()
@@ -263,14 +266,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                   f"dual {dual():.10g}  active {state.n_work}/{m}", flush=True)
         if code != 2:
             break
-    if code == 1:
+        if stall.stalled():
+            code = 3
+            break
+    if code in (1, 3):
         from sklearn.exceptions import ConvergenceWarning
 
+        reason = (f"at max_iter={budget} passes" if code == 1 else
+                  "after its dual objective stopped increasing (round-off)")
         warnings.warn(
-            f"linear stopped at max_iter={max_iter} passes with a KKT violation of "
-            f"{state.last_pass_max:.3e} > tol={tol:g}; increase max_iter.",
-            ConvergenceWarning,
-            stacklevel=2,
+            f"linear stopped {reason} with a KKT violation of {state.last_pass_max:.3e} > "
+            f"tol={tol:g}.", ConvergenceWarning, stacklevel=2,
         )
     W = coef_from_state(problem, Wt)
     beta = problem.beta(alpha)

@@ -1,0 +1,41 @@
+"""Property-based fuzzing of the LIBSVM reader: a valid matrix or a clear error, never a crash.
+
+Bounded (200 generated files, no deadline per example) so it stays in the default suite.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from msvm.datasets import load_libsvm
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+_TOKEN = st.one_of(
+    st.from_regex(r"[+-]?[0-9]{1,3}(\.[0-9]{0,3})?", fullmatch=True),  # labels / values
+    st.from_regex(r"-?[0-9]{1,3}:[+-]?[0-9]{0,3}(\.[0-9]{1,3})?(e[+-]?[0-9]{1,3})?",
+                  fullmatch=True),  # index:value pairs, some malformed
+    st.sampled_from(["qid:1", "#", "nan", "inf", ":", "1:", ":1", "1:1:1", "1:nan", ","]),
+    st.text(min_size=1, max_size=4),
+)
+_LINE = st.lists(_TOKEN, max_size=6).map(" ".join)
+_TEXT = st.lists(_LINE, max_size=6).map("\n".join).map(lambda s: s.encode("utf-8", "replace"))
+_CONTENT = st.one_of(_TEXT, st.binary(max_size=64))
+
+
+@hypothesis.settings(max_examples=200, deadline=None, database=None,
+                     suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(content=_CONTENT)
+def test_reader_returns_a_valid_matrix_or_a_clear_error(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("fuzz") / "data.svm"
+    path.write_bytes(content)
+    try:
+        X, y = load_libsvm(path)
+    except ValueError as exc:
+        assert "LIBSVM file" in str(exc)  # names the file (and the line when it can)
+        return
+    assert sp.issparse(X) and X.shape[0] == len(y) > 0
+    assert np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))
