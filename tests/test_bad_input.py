@@ -11,7 +11,6 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
 
-import msvm.datasets
 import msvm.solvers
 from msvm import MultiClassSVC
 from msvm.datasets import DatasetNotFoundError, load_libsvm, shared_dataset
@@ -82,7 +81,12 @@ def _fresh_stream(d, **kw):
 
 
 def _wine(t):
-    return msvm.datasets.find_shared_datasets() / "wine" / "wine.scale.bz2"
+    """A small LIBSVM file (scikit-learn's wine), written for the command line."""
+    from sklearn.datasets import dump_svmlight_file, load_wine
+
+    path = t / "wine.svm"
+    dump_svmlight_file(*load_wine(return_X_y=True), str(path), zero_based=False)
+    return path
 
 
 E = MultiClassSVC

@@ -148,10 +148,11 @@ def test_tol_below_floor_warns(blobs):
         MultiClassSVC(tol=0.0).fit(*blobs)
 
 
-def test_cli_tol_zero_ends():
-    from msvm.datasets import find_shared_datasets
+def test_cli_tol_zero_ends(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
 
-    wine = find_shared_datasets() / "wine" / "wine.scale.bz2"
+    wine = tmp_path / "wine.svm"
+    dump_svmlight_file(*load_wine(return_X_y=True), str(wine), zero_based=False)
     result = subprocess.run([sys.executable, "-m", "msvm", "fit", str(wine), "--tol", "0"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
