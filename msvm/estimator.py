@@ -233,7 +233,7 @@ default='rbf'
         The bias b from the KKT conditions when ``fit_intercept``, else zeros.
     coef_ : ndarray of shape (n_classes, n_features)
         Only after a fit with ``solver='linear'`` (``kernel='linear'``): the
-        primal weights W the solver keeps, h(x) = coef_ @ x + intercept_
+        primal weights W the solver keeps, h(x) = ``coef_ @ x + intercept_``
         (equal to ``dual_coef_.T @ support_vectors_``); prediction then uses
         it directly.
     gamma_ : float
