@@ -43,7 +43,7 @@ import numpy as np
 from msvm.problem import DualProblem, DualSolution
 
 __all__ = ["Diagnostics", "diagnose", "bias_from_kkt", "primal_objective", "kkt_violation",
-           "project_feasible"]
+           "project_feasible", "repair_equality"]
 
 # α_ip ≤ ZERO_TOL · C counts as "at zero", a slack sum ≥ (1 − ZERO_TOL) C as "at capacity".
 ZERO_TOL = 1e-8
@@ -132,8 +132,7 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     the projection is Π(v − Aᵀλ*) with Π the projection without them and λ*
     the maximiser of the concave dual φ(λ) = min_{α∈Π-set} ½‖α − v‖² + λᵀAα,
     whose gradient is AΠ(v − Aᵀλ) (L-BFGS over r ≤ Q − 1 multipliers); the
-    round-off left in Aα is then removed on the free variables by least
-    squares.
+    round-off left in Aα is then removed by :func:`repair_equality`.
     """
     from scipy.optimize import minimize
 
@@ -154,14 +153,23 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     lam = minimize(negative_dual, np.zeros(A.shape[0]), jac=True, method="L-BFGS-B",
                    options={"gtol": 1e-13 * scale, "ftol": 0.0, "maxiter": 1000}).x
     x = _project(problem, v - (A.T @ lam).reshape(v.shape))
-    cap = problem.C if problem.machine.loss == "hinge" else np.inf
-    flat = x.reshape(-1)
-    free = np.flatnonzero((flat > 0) & (flat < cap) & problem.active.ravel())
-    residual = A @ flat
-    if len(free) and np.any(residual):
-        flat[free] -= np.linalg.lstsq(A[:, free], residual, rcond=None)[0]
-        x = _project(problem, x)
+    repair_equality(problem, x, problem.C if problem.machine.loss == "hinge" else np.inf)
     return x
+
+
+def repair_equality(problem: DualProblem, alpha: np.ndarray, cap: float) -> None:
+    """Remove the round-off of the equality rows with a least-norm move of the free variables.
+
+    ``alpha`` is changed in place; free means strictly between 0 and ``cap``.
+    """
+    A = problem.equality_matrix()
+    residual = A @ alpha.ravel()
+    free = np.flatnonzero((alpha.ravel() > 0) & (alpha.ravel() < cap))
+    if len(free) == 0 or not np.any(residual):
+        return
+    delta = np.linalg.lstsq(A[:, free], -residual, rcond=None)[0]
+    flat = alpha.reshape(-1)
+    flat[free] = np.clip(flat[free] + delta, 0.0, cap)
 
 
 def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -368,11 +368,10 @@ default='rbf'
         when it defines the algorithm, a warning otherwise; ``random_state``
         is ignored silently by deterministic solvers.
         """
-        defaults = _DEFAULTS
         for option in ESTIMATOR_OPTIONS:
             value = getattr(self, option)
             if (option in module.OPTIONS or option == "random_state"
-                    or _same(value, defaults[option])):
+                    or _same(value, _DEFAULTS[option])):
                 continue
             message = (f"Solver {name!r} does not use {option}={value!r} (it honours "
                        f"{sorted(module.OPTIONS)}).")

@@ -121,7 +121,7 @@ import numpy as np
 import scipy.linalg
 
 from msvm._core._frank_wolfe import line_search_step, linear_minimizer, local_pairwise
-from msvm.diagnostics import bias_from_kkt
+from msvm.diagnostics import bias_from_kkt, repair_equality
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import STALL_SECONDS, StallWatch, check_tol, default_max_iter
 from msvm.solvers.s2do import _blas_threads, _start
@@ -737,18 +737,6 @@ class _Solver:
     box_binds = _Block.box_binds
 
 
-def _repair_equality(problem: DualProblem, alpha: np.ndarray, cap: float):
-    """Remove the round-off of the equality rows with a least-norm move of the free variables."""
-    A = problem.equality_matrix()
-    residual = A @ alpha.ravel()
-    free = np.flatnonzero((alpha.ravel() > 0) & (alpha.ravel() < cap))
-    if len(free) == 0 or not np.any(residual):
-        return
-    delta = np.linalg.lstsq(A[:, free], -residual, rcond=None)[0]
-    flat = alpha.reshape(-1)
-    flat[free] = np.clip(flat[free] + delta, 0.0, cap)
-
-
 def _quiet_highs():
     """A ``highspy.Highs`` with its output off.
 
@@ -966,7 +954,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                       flush=True)
         b_lp = fw_gap = None
         if solver.bias:
-            _repair_equality(problem, solver.alpha, solver.cap)
+            repair_equality(problem, solver.alpha, solver.cap)
             solver.g = problem.gradient(solver.alpha, solver.F)
             if final_lp:
                 fw_gap, lam = solver.full_lp()

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, check_tol, default_max_iter
 from msvm.solvers.s2do import _start
+from msvm.solvers.s2do import _tables as _s2do_tables
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
@@ -50,47 +51,14 @@ _STATUS = {0: "optimal", 1: "max_iter", 2: "running", 3: "stalled"}
 
 
 def _tables(problem: DualProblem) -> dict:
-    """The machine's arrays in the layout the Cython loop reads.
-
-    As :func:`msvm.solvers.s2do._tables` (sparse uncentred ν, ν's class means,
-    targets, slack groups), but with only the per-class diagonal blocks
-    ``M[y] = ν̄_y ν̄_yᵀ`` (Q, P, P) of the machine's Hessian table: a visit
-    couples the variables of one example only.
-    """
-    machine = problem.machine
-    Q, P = machine.n_classes, machine.n_slots
-    nu_bar = problem.nu
-    M = np.einsum("ypc,yqc->ypq", nu_bar, nu_bar)
-    nu = machine.nu * machine.active[:, :, None]
-    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
-    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
-    nz_val = np.zeros((Q, P, Q))
-    for y in range(Q):
-        for p in range(P):
-            cols = np.flatnonzero(nu[y, p])
-            nz_col[y, p, : len(cols)] = cols
-            nz_val[y, p, : len(cols)] = nu[y, p, cols]
-    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
-    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
-    if machine.loss != "hinge":
-        slack[:] = -1
-    R = max(machine.n_slacks, 1)
-    group_size = np.zeros((Q, R), dtype=np.int32)
-    for y in range(Q):
-        for p in range(P):
-            if slack[y, p] >= 0:
-                group_size[y, slack[y, p]] += 1
-    return dict(
-        M=np.ascontiguousarray(M),
-        gamma=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
-        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
-        slack=np.ascontiguousarray(slack),
-        group_size=group_size,
-        nz_count=nz_count,
-        nz_col=nz_col,
-        nz_val=nz_val,
-        nu_mean=np.ascontiguousarray(nu_mean),
-    )
+    """S2DO's machine tables (:func:`msvm.solvers.s2do._tables`), with ``M`` reduced to
+    its per-class diagonal blocks ``M[y] = ν̄_y ν̄_yᵀ`` (Q, P, P): a visit couples the
+    variables of one example only."""
+    tables = _s2do_tables(problem)
+    Q, P = problem.n_classes, problem.n_slots
+    blocks = tables["M"].reshape(Q, P, Q, P)
+    tables["M"] = np.ascontiguousarray(blocks[np.arange(Q), :, np.arange(Q), :])
+    return tables
 
 
 def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
