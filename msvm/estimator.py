@@ -391,6 +391,7 @@ default='rbf'
             "random_state": self.random_state,
             "online_strategy": self.online_strategy,
             "epochs": self.epochs,
+            "certify": self.certify,
         }
         previous = getattr(self, "_warm_alpha", None)
         if (self.warm_start and previous is not None and problem is not None
@@ -522,7 +523,9 @@ default='rbf'
         """
         if not self.certify or solution.scores is None:
             return solution, None
-        exact = problem.scores(problem.beta(solution.alpha))
+        exact = solution.certified_scores
+        if exact is None:
+            exact = problem.scores(problem.beta(solution.alpha))
         with np.errstate(invalid="ignore"):
             drift = float(np.max(np.abs(exact - solution.scores), initial=0.0))
         return replace(solution, scores=exact), drift

@@ -289,20 +289,27 @@ class Kernel:
             return np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()
         return np.einsum("ij,ij->i", self.X, self.X)
 
-    def matmul(self, coef: np.ndarray, rows=None) -> np.ndarray:
+    def matmul(self, coef: np.ndarray, rows=None, cache=None) -> np.ndarray:
         """K[rows, :] @ coef, touching only the columns where ``coef`` is non-zero.
 
-        ``coef`` has shape (m, Q).  Memory stays O(chunk · n_nonzero).
+        ``coef`` has shape (m, Q).  Memory stays O(chunk · n_nonzero).  With a
+        :meth:`cache` of this kernel (and all rows), the float64 Gram rows it
+        still holds are used instead of being computed again.
         """
         m = self.n_samples
+        out = None
+        if cache is not None and rows is None:
+            out, covered = cache.cached_matmul(coef)
+            coef = np.where(covered[:, None], 0.0, coef)
         rows = np.arange(m) if rows is None else np.asarray(rows)
         support = np.flatnonzero(np.any(coef != 0, axis=1))
-        out = np.zeros((len(rows), coef.shape[1]))
+        if out is None:
+            out = np.zeros((len(rows), coef.shape[1]))
         if len(support) == 0:
             return out
         for start in range(0, len(rows), _CHUNK_ROWS):
             chunk = rows[start : start + _CHUNK_ROWS]
-            out[start : start + len(chunk)] = self.gram(chunk, support) @ coef[support]
+            out[start : start + len(chunk)] += self.gram(chunk, support) @ coef[support]
         return out
 
     def cache(self, cache_size: float = 200.0, *, float32: bool = False, n_threads: int = 1):

@@ -87,9 +87,13 @@ class DualProblem:
         """Coefficients β_ic = Σ_p ν̄_{y_i,p,c} α_ip, shape (m, Q)."""
         return np.einsum("ip,ipc->ic", alpha, self.nu[self.y])
 
-    def scores(self, beta: np.ndarray) -> np.ndarray:
-        """F = K' β (training scores without bias, with the M-SVM² diagonal shift)."""
-        F = self.kernel.matmul(beta)
+    def scores(self, beta: np.ndarray, cache=None) -> np.ndarray:
+        """F = K' β (training scores without bias, with the M-SVM² diagonal shift).
+
+        ``cache``: a kernel cache of this problem whose float64 rows may be
+        reused (see :meth:`msvm.kernels.Kernel.matmul`).
+        """
+        F = self.kernel.matmul(beta, cache=cache)
         if self.kernel_shift:
             F += self.kernel_shift * beta
         return F
@@ -206,6 +210,10 @@ class DualSolution:
         Name of the solver that produced it.
     scores : ndarray of shape (m, Q) or None
         F = K'β if the solver has it (saves a Gram product in diagnostics).
+    certified_scores : ndarray of shape (m, Q) or None
+        F recomputed from β in float64 at the end of the solve, by a solver
+        that can do it cheaply from its kernel cache (option ``certify``);
+        otherwise the estimator recomputes it.
     info : dict
         Solver-specific extras (e.g. the backend's own status string).
     """
@@ -218,4 +226,5 @@ class DualSolution:
     n_kernel_evaluations: int = 0
     solver: str = ""
     scores: np.ndarray | None = None
+    certified_scores: np.ndarray | None = None
     info: dict = field(default_factory=dict)

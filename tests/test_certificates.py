@@ -61,6 +61,18 @@ def test_certify_matches_diagnose_of_alpha_alone(wine):
     assert unchecked[1] is None and unchecked[0] is solution
 
 
+@pytest.mark.parametrize("cache_size", [200.0, 0.02])  # every row cached / most evicted
+def test_s2do_certifies_from_its_cache(wine, cache_size):
+    from msvm.solvers import s2do
+
+    X, y = wine
+    problem = MultiClassSVC(model="llw", C=3.0)._build_problem(X, y)[2]
+    solution = s2do.solve(problem, tol=1e-5, cache_size=cache_size, certify=True)
+    exact = problem.scores(problem.beta(solution.alpha))  # every block computed afresh
+    np.testing.assert_allclose(solution.certified_scores, exact, rtol=0, atol=1e-12)
+    assert s2do.solve(problem, tol=1e-5, cache_size=cache_size).certified_scores is None
+
+
 # ------------------------------------------------- bounds and LOO on optimal solutions
 def test_radius_margin_search_solves_to_the_bound_accuracy(wine):
     X, y = wine

@@ -340,3 +340,28 @@ def test_prefetch_declined_where_rows_are_computed_one_at_a_time():
     assert KernelCache(X, RBF, g, deg, c0, 64.0, float32=True).prefetch_rows([0, 1]) == 0
     with pytest.raises(IndexError):
         _make(X, RBF).prefetch_rows([40])
+
+
+# ------------------------------------------------- products from the cached rows
+@pytest.mark.parametrize("code", list(KERNELS))
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_cached_matmul_covers_exactly_the_cached_rows(code, kind):
+    """K @ coef over the rows in the cache (after evictions) equals the reference."""
+    X = _dense(m=30) if kind == "dense" else _csr_with_empty_rows(m=30)
+    K = _reference(X, code)
+    kc = _make(X, code, _mb_for_rows(30, 7))
+    order = np.random.default_rng(3).integers(0, 30, size=60)
+    kc.rows(order)
+    coef = np.random.default_rng(4).normal(size=(30, 4))
+    product, covered = kc.cached_matmul(coef)
+    recent = list(dict.fromkeys(order[::-1]))[:7]  # the LRU keeps the 7 latest distinct rows
+    assert kc.capacity == 7 and set(np.flatnonzero(covered)) == set(recent)
+    np.testing.assert_allclose(product, K[:, covered] @ coef[covered], rtol=1e-12, atol=1e-12)
+
+
+def test_cached_matmul_uses_no_rounded_rows():
+    X = _dense(m=20)
+    kc = KernelCache(X, RBF, 0.4, 0.0, 0.0, 64.0, float32=True)
+    kc.rows(np.arange(20))
+    product, covered = kc.cached_matmul(np.ones((20, 3)))
+    assert not covered.any() and not product.any()

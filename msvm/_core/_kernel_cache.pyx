@@ -692,6 +692,50 @@ cdef class KernelCache:
                 memcpy(&o[r, 0], src, m * sizeof(double))
         return out
 
+    def cached_matmul(self, coef):
+        """``K @ coef`` from the float64 rows already in the cache, and which rows those are.
+
+        One ``dgemm`` over the whole row buffer (a slot whose row has a zero
+        coefficient gets a zero weight): the solver's certificate needs the
+        scores F = Kβ recomputed exactly, and the rows of the support vectors
+        are usually still cached, so they need not be computed again.  Rows
+        stored in float32 are rounded, so none is used then (nor for a
+        precomputed kernel, which keeps no buffer).
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_samples, Q)
+
+        Returns
+        -------
+        product : ndarray of shape (n_samples, Q)
+            Σ over the cached rows i of ``K[:, i] * coef[i]``.
+        covered : ndarray of bool, shape (n_samples,)
+            The rows i included in ``product``.
+        """
+        cdef const double[:, ::1] c = np.ascontiguousarray(coef, dtype=np.float64)
+        cdef Py_ssize_t m = self.n_samples, s
+        cdef int n_out = <int> m, n_q = <int> c.shape[1], n_used = <int> self._n_used
+        if c.shape[0] != m:
+            raise ValueError(f"coef has {c.shape[0]} rows, expected {m}.")
+        product = np.zeros((m, n_q), dtype=np.float64)
+        covered = np.zeros(m, dtype=bool)
+        if self.float32 or self._precomputed or n_used == 0 or n_q == 0:
+            return product, covered
+        rows = np.array([self._row_of_slot[s] for s in range(n_used)], dtype=np.intp)
+        covered[rows] = True
+        weights = np.ascontiguousarray(np.asarray(c)[rows])
+        cdef double[:, ::1] w = weights, p = product
+        cdef double one = 1.0, zero = 0.0
+        cdef char ta = b'N', tb = b'T'
+        cdef int ldb = <int> m
+        with nogil:
+            # Column-major: product (Q × m, ldc = Q) = weights (Q × n_used) · bufferᵀ,
+            # the buffer being a column-major (m × n_used) matrix with ld = m.
+            dgemm(&ta, &tb, &n_q, &n_out, &n_used, &one, &w[0, 0], &n_q, self._buffer, &ldb,
+                  &zero, &p[0, 0], &n_q)
+        return product, covered
+
     def prefetch_rows(self, indices):
         """Compute absent rows ahead of their requests, as a block (see ``prefetch``).
 

@@ -8,7 +8,10 @@ verbose, **options) -> DualSolution`` and declares what it can do:
 ``OPTIONS``
     The estimator parameters of :class:`msvm.MultiClassSVC` it honours (a
     subset of :data:`ESTIMATOR_OPTIONS`); the estimator refuses or warns
-    about the others instead of dropping them.
+    about the others instead of dropping them.  ``'certify'`` in it means the
+    solver recomputes the float64 scores itself, cheaply from its kernel
+    cache (``DualSolution.certified_scores``); for the others the estimator
+    does it.
 ``STOPPING_RULE``
     What ``tol`` bounds at a solution it calls optimal: ``'kkt_violation'``
     (the largest KKT violation in gradient units, re-checked on the float64
