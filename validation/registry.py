@@ -230,6 +230,15 @@ register(SolverEntry(
     name="s2do_default", solver="s2do", reference="cvxpy", bias=False, tol_arg="tol", tol=None,
     thresholds=Thresholds(kkt_eps=1e-3, prediction_tie_tol=1e-2),
 ))
+# S2DO with every acceleration off (msvm.solvers.s2do.ACCELERATIONS): seed 004's Algorithm 3
+# as written, one 2-D step per pass, exact Algorithm 4 over every variable; same rule, same
+# derived limits.
+register(SolverEntry(
+    name="s2do_plain", solver="s2do", reference="cvxpy", bias=False, tol_arg="tol", tol=1e-6,
+    options={"shrinking": False, "fast": False, "lazy": False, "focus": False,
+             "block_steps": False, "prefetch": False},
+    thresholds=Thresholds(kkt_eps=1e-6, prediction_tie_tol=1e-5),
+))
 # Online LaRank-style solver (issue 5), bias-free machines only, run as seed 004's
 # online ×∞: epochs=None alternates passes with an S2DO_ALL finish on the support patterns
 # and stops when a whole pass takes no step, i.e. every KKT violation is ≤ ε = 1e-6 in

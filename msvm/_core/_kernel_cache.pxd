@@ -38,6 +38,8 @@
 # not thread-safe: do not call row_ptr on one cache from several threads (a
 # row it computes is itself split over ``n_threads`` OpenMP threads).
 
+from msvm._core._kernel cimport KernelSpec, RowSource
+
 cdef enum:
     SCRATCH_ROWS = 8
 
@@ -63,8 +65,11 @@ cdef class KernelCache:
     cdef bint _precomputed
     cdef const double[:, ::1] _X          # dense (m, d), or (m, m) Gram if precomputed
     cdef const double[::1] _data          # CSR data
-    cdef const Py_ssize_t[::1] _indices   # CSR column indices (converted to intp)
+    cdef const int[::1] _indices          # CSR column indices (as C int)
     cdef const Py_ssize_t[::1] _indptr    # CSR row pointers (converted to intp)
+    cdef const Py_ssize_t[::1] _nnz       # non-zeros of each row
+    cdef KernelSpec _spec                 # the kernel, and X as a row source (msvm._core._kernel)
+    cdef RowSource _rows
     cdef object _owner                    # keeps the (converted) input alive
 
     # Per-sample precomputations (length m) and sparse scatter buffer (length d).
@@ -100,12 +105,6 @@ cdef class KernelCache:
     cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil
     cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                              Py_ssize_t j1) noexcept nogil
-    cdef void _compute_block_dense(self, Py_ssize_t i, double* out, Py_ssize_t j0,
-                                   Py_ssize_t j1) noexcept nogil
-    cdef void _compute_block_sparse(self, Py_ssize_t i, double* out, Py_ssize_t j0,
-                                    Py_ssize_t j1) noexcept nogil
-    cdef void _transform(self, Py_ssize_t i, double* out, Py_ssize_t j0,
-                         Py_ssize_t j1) noexcept nogil
     cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil
     cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil
     cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,

@@ -32,14 +32,10 @@ matrix: no buffer, no eviction; every request counts as a hit.
 
 Row computation
 ---------------
-* dense X: one ``dgemv`` gives all inner products ``<x_j, x_i>`` (X is
-  row-major (m, d), i.e. a column-major (d, m) matrix, so the call uses
-  ``trans='T'``), followed by the kernel's elementwise transform.  Laplace
-  needs L1 distances, computed by an explicit loop over features.
-* CSR X: ``x_i`` is scattered once into a dense work vector of length d, then
-  one pass over the non-zeros of every row j gives ``<x_j, x_i>``; for
-  Laplace ``||x_i - x_j||_1 = ||x_i||_1 + sum_{k in nz(x_j)} (|x_jk - x_ik| -
-  |x_ik|)`` with precomputed L1 norms.
+Kernel values come from :mod:`msvm._core._kernel` (shared with the online
+solver), over X as a row source: one ``dgemv`` of a block of dense rows with
+x_i, or one pass over the non-zeros of each CSR row with x_i scattered once
+into a dense work vector; then the kernel's elementwise transform.
 
 The diagonal entry ``K[i, i]`` of every computed row is overwritten by the
 precomputed ``diag(i)`` so that both sources agree bit for bit (1 exactly for
@@ -69,23 +65,19 @@ included), and the pointers of up to 8 consecutive hits stay valid together
 """
 
 from cython.parallel cimport prange
-from libc.math cimport exp, fabs, pow, tanh
+from libc.math cimport fabs
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv
+from scipy.linalg.cython_blas cimport ddot, dgemm
+
+from msvm._core._kernel cimport (
+    LAPLACE, PRECOMPUTED, KernelSpec, dense_rows, kernel_values, sparse_rows, to_kernel,
+)
 
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["KernelCache", "KERNEL_NAMES"]
-
-cdef enum:
-    LINEAR = 0
-    POLY = 1
-    RBF = 2
-    LAPLACE = 3
-    SIGMOID = 4
-    PRECOMPUTED = 5
 
 #: Kernel code -> name (same codes as ``msvm.kernels.KERNEL_CODES``).
 KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5: "precomputed"}
@@ -277,9 +269,12 @@ cdef class KernelCache:
         self.n_samples = X.shape[0]
         self.n_features = X.shape[1]
         if self._sparse:
+            if X.shape[1] > np.iinfo(np.intc).max:
+                raise ValueError(f"At most {np.iinfo(np.intc).max} features, got {X.shape[1]}.")
             self._data = X.data
-            self._indices = np.asarray(X.indices, dtype=np.intp)
+            self._indices = np.asarray(X.indices, dtype=np.intc)
             self._indptr = np.asarray(X.indptr, dtype=np.intp)
+            self._nnz = np.diff(self._indptr)
         else:
             self._X = X
 
@@ -319,6 +314,13 @@ cdef class KernelCache:
         self._tail = -1
         self._n_used = 0
 
+        self._spec = KernelSpec(kernel_code, gamma, degree, coef0)
+        if self._sparse:
+            self._rows = sparse_rows(&self._data[0] if self._data.shape[0] else NULL,
+                                     &self._indices[0] if self._indices.shape[0] else NULL,
+                                     &self._indptr[0], &self._nnz[0], d, self._sqnorm)
+        else:
+            self._rows = dense_rows(&self._X[0, 0] if d else NULL, d, self._sqnorm)
         with nogil:
             self._precompute_norms()
 
@@ -327,7 +329,6 @@ cdef class KernelCache:
         cdef Py_ssize_t i, p
         cdef int n, one = 1
         cdef double s, t, v
-        cdef double g = self.gamma, c0 = self.coef0, deg = self.degree
         cdef double* xi
         for i in range(m):
             if self._sparse:
@@ -346,15 +347,9 @@ cdef class KernelCache:
                 self._sqnorm[i] = ddot(&n, xi, &one, xi, &one)
             else:
                 self._sqnorm[i] = 0.0
-            s = self._sqnorm[i]
-            if self.kernel_code == LINEAR:
-                self._diag[i] = s
-            elif self.kernel_code == POLY:
-                self._diag[i] = pow(g * s + c0, deg)
-            elif self.kernel_code == SIGMOID:
-                self._diag[i] = tanh(g * s + c0)
-            else:   # rbf, laplace
-                self._diag[i] = 1.0
+            # k(x_i, x_i) from its inner product (its L1 distance, 0, for laplace).
+            self._diag[i] = 0.0 if self.kernel_code == LAPLACE else self._sqnorm[i]
+            to_kernel(&self._spec, &self._rows, self._sqnorm[i], self._diag, i, i + 1)
             if self.float32:
                 self._diag[i] = <double> <float> self._diag[i]
 
@@ -463,7 +458,7 @@ cdef class KernelCache:
         dgemm(&ta, &tb, &n_cols, &n_rows, &d, &one, <double*> &self._X[j0, 0], &d,
               <double*> G, &d, &zero, out + j0, &ldc)
         for t in range(n):
-            self._transform(rows[t], out + t * m, j0, j1)
+            to_kernel(&self._spec, &self._rows, self._sqnorm[rows[t]], out + t * m, j0, j1)
 
     # ----------------------------------------------------------- LRU list ops
 
@@ -533,94 +528,12 @@ cdef class KernelCache:
 
     cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                              Py_ssize_t j1) noexcept nogil:
-        """out[j] = k(x_j, x_i) for j0 <= j < j1."""
-        if self._sparse:
-            self._compute_block_sparse(i, out, j0, j1)
-        else:
-            self._compute_block_dense(i, out, j0, j1)
-        self._transform(i, out, j0, j1)
-
-    cdef void _compute_block_dense(self, Py_ssize_t i, double* out, Py_ssize_t j0,
-                                   Py_ssize_t j1) noexcept nogil:
-        """out[j] = <x_j, x_i> (or ||x_j - x_i||_1 for laplace), j0 <= j < j1."""
-        cdef Py_ssize_t d = self.n_features
-        cdef Py_ssize_t j, k
-        cdef int n_rows, n_cols, lda, one = 1
-        cdef double alpha = 1.0, beta = 0.0, s
-        cdef char trans = b'T'
-        cdef const double* X
-        cdef const double* xi
-        cdef const double* xj
-        if d == 0:
-            memset(out + j0, 0, (j1 - j0) * sizeof(double))
-            return
-        X = &self._X[0, 0]
-        xi = X + i * d
-        if self.kernel_code == LAPLACE:
-            for j in range(j0, j1):
-                xj = X + j * d
-                s = 0.0
-                for k in range(d):
-                    s = s + fabs(xj[k] - xi[k])
-                out[j] = s
-            return
-        # Row-major rows j0..j1 of X are a column-major A of shape (d, j1 - j0),
-        # lda = d; out[j0:j1] = A^T x_i.
-        n_rows = <int> d
-        n_cols = <int> (j1 - j0)
-        lda = <int> d
-        dgemv(&trans, &n_rows, &n_cols, &alpha, <double*> (X + j0 * d), &lda, <double*> xi,
-              &one, &beta, out + j0, &one)
-
-    cdef void _compute_block_sparse(self, Py_ssize_t i, double* out, Py_ssize_t j0,
-                                    Py_ssize_t j1) noexcept nogil:
-        """Same as _compute_block_dense for CSR X, through the scattered copy of x_i."""
-        cdef Py_ssize_t j, p
-        cdef double s, v
-        cdef const double* w = self._work
-        cdef const double* data = &self._data[0] if self._data.shape[0] > 0 else NULL
-        cdef const Py_ssize_t* ind = &self._indices[0] if self._indices.shape[0] > 0 else NULL
-        cdef const Py_ssize_t* ptr = &self._indptr[0]
-        if self.kernel_code == LAPLACE:
-            for j in range(j0, j1):
-                s = self._l1norm[i]
-                for p in range(ptr[j], ptr[j + 1]):
-                    v = w[ind[p]]
-                    s = s + (fabs(data[p] - v) - fabs(v))
-                out[j] = s
-        else:
-            for j in range(j0, j1):
-                s = 0.0
-                for p in range(ptr[j], ptr[j + 1]):
-                    s = s + data[p] * w[ind[p]]
-                out[j] = s
-
-    cdef void _transform(self, Py_ssize_t i, double* out, Py_ssize_t j0,
-                         Py_ssize_t j1) noexcept nogil:
-        """Turn inner products (L1 distances for laplace) into kernel values, j0 <= j < j1."""
-        cdef Py_ssize_t j
-        cdef double g = self.gamma, c0 = self.coef0, deg = self.degree
-        cdef double ni, dist
-        cdef int code = self.kernel_code
-        if code == POLY:
-            for j in range(j0, j1):
-                out[j] = pow(g * out[j] + c0, deg)
-        elif code == RBF:
-            ni = self._sqnorm[i]
-            for j in range(j0, j1):
-                dist = ni + self._sqnorm[j] - 2.0 * out[j]
-                if dist < 0.0:
-                    dist = 0.0
-                out[j] = exp(-g * dist)
-        elif code == LAPLACE:
-            for j in range(j0, j1):
-                dist = out[j]
-                if dist < 0.0:
-                    dist = 0.0
-                out[j] = exp(-g * dist)
-        elif code == SIGMOID:
-            for j in range(j0, j1):
-                out[j] = tanh(g * out[j] + c0)
+        """out[j] = k(x_j, x_i) for j0 <= j < j1 (a sparse x_i is already in ``_work``)."""
+        cdef const double* xi = self._work
+        if not self._sparse:
+            xi = self._rows.X + i * self.n_features if self.n_features else NULL
+        kernel_values(&self._spec, &self._rows, xi, self._sqnorm[i],
+                      self._l1norm[i] if self._l1norm != NULL else 0.0, out, j0, j1)
 
     # ------------------------------------------------------------- Python API
 

@@ -98,25 +98,17 @@ All loops run without the GIL on raw buffers; arrays grow by realloc.
 """
 
 cimport cython
-from libc.math cimport INFINITY, exp, fabs, pow, tanh
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove, memset
 from scipy.linalg.cython_blas cimport dgemv
 
+from msvm._core._kernel cimport KernelSpec, RowSource, dense_rows, kernel_values, sparse_rows
 from msvm._core._steps cimport _gain, _now, _solve_2d
 
 import numpy as np
 
 __all__ = ["OnlineState", "STEP_NAMES", "STRATEGIES"]
-
-# Kernel codes (as msvm.kernels.KERNEL_CODES).
-cdef enum:
-    LINEAR = 0
-    POLY = 1
-    RBF = 2
-    LAPLACE = 3
-    SIGMOID = 4
-    PRECOMPUTED = 5
 
 # Data layouts.
 cdef enum:
@@ -720,21 +712,16 @@ cdef class OnlineState:
     # ================================================================ kernel
     cdef void _kernel_fill(self, int qkind, Py_ssize_t q, double* out, Py_ssize_t a,
                            Py_ssize_t b) noexcept nogil:
-        """out[s] = k(x_query, x_s) for the slots a <= s < b.
+        """out[s] = k(x_query, x_s) for the slots a <= s < b (by :mod:`msvm._core._kernel`).
 
         qkind 0: the query is slot q; 1: pattern q of the current batch.
         """
-        cdef Py_ssize_t s, k, d = self.d, qg
-        cdef int n_rows, n_cols, lda, one = 1
-        cdef double alpha = 1.0, beta0 = 0.0, sqq, l1q, v, dist, g = self.kgamma
-        cdef double c0 = self.kcoef0, deg = self.kdegree
-        cdef char trans = b'T'
-        cdef const double* xq = NULL
-        cdef const double* xs
+        cdef Py_ssize_t s, k, d = self.d, qg, p0 = 0, qnz = 0
+        cdef KernelSpec spec = KernelSpec(self.kcode, self.kgamma, self.kdegree, self.kcoef0)
+        cdef RowSource rows
+        cdef const double* xq = self.work
         cdef const double* qval = NULL
         cdef const int* qidx = NULL
-        cdef Py_ssize_t qnz = 0
-        cdef double* w = self.work
         if b <= a:
             return
         if self.layout == GRAM:
@@ -745,79 +732,30 @@ cdef class OnlineState:
             return
         self.n_kernel_evaluations += b - a
         self.work_units += self.kcost * (b - a)
-        if qkind == 0:
-            sqq = self.sq[q]
-            l1q = self.l1[q]
-        else:
-            sqq = self.bsq[q]
-            l1q = self.bl1[q]
         if self.layout == DENSE:
-            if qkind == 0:
-                xq = self.Xs + q * d
-            else:
-                xq = &self.bX[q, 0]
-            if d == 0:
-                for s in range(a, b):
-                    out[s] = 0.0
-            elif self.kcode == LAPLACE:
-                for s in range(a, b):
-                    xs = self.Xs + s * d
-                    v = 0.0
-                    for k in range(d):
-                        v += fabs(xs[k] - xq[k])
-                    out[s] = v
-            else:
-                n_rows = <int> d
-                n_cols = <int> (b - a)
-                lda = <int> d
-                dgemv(&trans, &n_rows, &n_cols, &alpha, self.Xs + a * d, &lda, <double*> xq,
-                      &one, &beta0, out + a, &one)
+            rows = dense_rows(self.Xs, d, self.sq)
+            if d > 0:
+                xq = self.Xs + q * d if qkind == 0 else &self.bX[q, 0]
         else:
+            rows = sparse_rows(self.pval, self.pidx, self.st, self.nz, d, self.sq)
             if qkind == 0:
                 qval = self.pval + self.st[q]
                 qidx = self.pidx + self.st[q]
                 qnz = self.nz[q]
             else:
-                qval = &self.bdata[self.bindptr[q]] if self.bindptr[q + 1] > self.bindptr[q] \
-                    else NULL
-                qidx = &self.bindices[self.bindptr[q]] if self.bindptr[q + 1] > self.bindptr[q] \
-                    else NULL
-                qnz = self.bindptr[q + 1] - self.bindptr[q]
-            for k in range(qnz):
-                w[qidx[k]] = qval[k]
-            for s in range(a, b):
-                xs = self.pval + self.st[s]
-                if self.kcode == LAPLACE:
-                    v = l1q
-                    for k in range(self.nz[s]):
-                        dist = w[self.pidx[self.st[s] + k]]
-                        v += fabs(xs[k] - dist) - fabs(dist)
-                else:
-                    v = 0.0
-                    for k in range(self.nz[s]):
-                        v += xs[k] * w[self.pidx[self.st[s] + k]]
-                out[s] = v
-            for k in range(qnz):
-                w[qidx[k]] = 0.0
-        # Inner products (L1 distances for laplace) -> kernel values.
-        if self.kcode == POLY:
-            for s in range(a, b):
-                out[s] = pow(g * out[s] + c0, deg)
-        elif self.kcode == RBF:
-            for s in range(a, b):
-                dist = sqq + self.sq[s] - 2.0 * out[s]
-                if dist < 0.0:
-                    dist = 0.0
-                out[s] = exp(-g * dist)
-        elif self.kcode == LAPLACE:
-            for s in range(a, b):
-                dist = out[s]
-                if dist < 0.0:
-                    dist = 0.0
-                out[s] = exp(-g * dist)
-        elif self.kcode == SIGMOID:
-            for s in range(a, b):
-                out[s] = tanh(g * out[s] + c0)
+                p0 = self.bindptr[q]
+                qnz = self.bindptr[q + 1] - p0
+                if qnz > 0:
+                    qval = &self.bdata[p0]
+                    qidx = &self.bindices[p0]
+            for k in range(qnz):  # the query, scattered into the zeroed work vector
+                self.work[qidx[k]] = qval[k]
+        if qkind == 0:
+            kernel_values(&spec, &rows, xq, self.sq[q], self.l1[q], out, a, b)
+        else:
+            kernel_values(&spec, &rows, xq, self.bsq[q], self.bl1[q], out, a, b)
+        for k in range(qnz):
+            self.work[qidx[k]] = 0.0
 
     # ================================================================ cache
     cdef inline void _unlink(self, Py_ssize_t r) noexcept nogil:

@@ -497,6 +497,7 @@ cdef class S2DOState:
     cdef readonly long long n_steps
     cdef public bint block_steps
     cdef public int block_size
+    cdef public bint prefetch  # compute missing Gram rows in blocks (_fetch)
     cdef readonly long long n_unshrink
     cdef readonly double max_violation
     cdef Py_ssize_t next_i, next_p, next_q
@@ -669,6 +670,7 @@ cdef class S2DOState:
         self.n_lead = 0
         self.block_steps = False
         self.block_size = BLOCK_MAX
+        self.prefetch = True
         self.defer_shrunk = self.fast and self.kc.capacity >= self.m
         self.shrunk_stale = False
         self.pass_work = False
@@ -1082,7 +1084,7 @@ cdef class S2DOState:
         working sets), while the cache has never-used slots."""
         cdef Py_ssize_t t, u, x, n = 1
         cdef double v
-        if self.kc.cached(e) or not self.kc.can_prefetch():
+        if not self.prefetch or self.kc.cached(e) or not self.kc.can_prefetch():
             return
         self.fetch_rows[0] = e
         self.fetch_viol[0] = INFINITY

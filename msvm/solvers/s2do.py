@@ -13,6 +13,13 @@ loop reads, and reports progress.
 original formulation (BENCHMARKS.md); :func:`msvm.diagnostics.diagnose`
 measures the same quantity (``kkt_violation``) and never exceeds the
 solver's own value at the stopping point.
+
+The core (selection, 2-D step, stopping rule) is seed 004's Algorithm 3;
+every acceleration around it is a switch of :func:`solve` named in
+:data:`ACCELERATIONS`, and with all of them off the loop is Algorithm 3 as
+written (one 2-D step per pass over all examples, exact Algorithm 4 over
+every variable).  None changes the stopping test, so all reach the same
+optimum (``tests/test_s2do_options.py`` checks every combination).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ SUPPORTS_NO_BIAS = True
 OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size", "cache_dtype", "n_jobs",
                      "certify"})
 STOPPING_RULE = "kkt_violation"
+#: The switches of :func:`solve` that only make the loop faster (all False: Algorithm 3).
+ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch")
 
 _STATUS = {0: "optimal", 1: "max_iter", 2: "running", 3: "stalled"}
 
@@ -181,7 +190,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", trace: float | None = None,
           tune_threads: bool = True, lazy: bool = True, block_steps: bool = True,
-          block_size: int = 8, test_set=None, certify: bool = False) -> DualSolution:
+          block_size: int = 8, focus: bool = True, prefetch: bool = True, test_set=None,
+          certify: bool = False) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -251,6 +261,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     block_size : int
         Examples per block with ``block_steps``, 2 to
         :data:`msvm._core._s2do.MAX_BLOCK_SIZE` (8, the default).
+    focus : bool
+        Allow the focus rounds described under ``lazy`` (default).
+    prefetch : bool
+        A missing Gram row is computed in one block with those of the most
+        violating examples whose rows are not cached yet (one ``dgemm``
+        instead of several ``dgemv``), while the cache has never-used slots
+        (default).
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
@@ -325,6 +342,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     state.lazy = bool(lazy)
     state.block_steps = bool(block_steps)
     state.block_size = int(block_size)
+    state.prefetch = bool(prefetch)
+    if not focus:
+        state.focus_size = 0
     n_start = state.n_iter
     if trace is not None:
         record()

@@ -1,0 +1,157 @@
+# Kernel values over a row source: the one place where msvm's compiled code
+# evaluates a kernel (the batch Gram-row cache, _kernel_cache, and the online
+# solver's rows over its support patterns, _online, both call it).
+#
+#     cdef KernelSpec k = KernelSpec(code, gamma, degree, coef0)
+#     cdef RowSource rows = dense_rows(X, d, sqnorm)          # or sparse_rows(...)
+#     kernel_values(&k, &rows, xq, sq_q, l1_q, out, j0, j1)   # out[j] = k(x_j, x_q)
+#
+# A row source is dense (row j at X + j·d) or sparse (the entries
+# start[j] <= p < start[j] + nnz[j] of data/index; the sparse rows of a CSR
+# matrix, or the feature pool of the online solver whose rows are not in
+# order).  The query x_q is always a dense vector of length d: a sparse query
+# is scattered by the caller into a zeroed work vector (and cleared after), so
+# that each sparse row costs one pass over its own non-zeros.
+#
+# The kernels are scikit-learn's (same codes as msvm.kernels.KERNEL_CODES):
+# linear <x, y>; poly (γ<x, y> + c0)^degree; rbf exp(−γ‖x − y‖²) with
+# ‖x − y‖² = ‖x‖² + ‖y‖² − 2<x, y> clipped at 0; laplace exp(−γ‖x − y‖₁); sigmoid
+# tanh(γ<x, y> + c0).  For sparse rows ‖x − y‖₁ = ‖y‖₁ + Σ_{k in nz(x)}
+# (|x_k − y_k| − |y_k|), from the query's ‖y‖₁.  The values do not depend on how
+# a row is cut into blocks [j0, j1), so callers may share blocks among threads.
+
+from libc.math cimport exp, fabs, pow, tanh
+from libc.string cimport memset
+from scipy.linalg.cython_blas cimport dgemv
+
+cdef enum:
+    LINEAR = 0
+    POLY = 1
+    RBF = 2
+    LAPLACE = 3
+    SIGMOID = 4
+    PRECOMPUTED = 5
+
+
+cdef struct KernelSpec:
+    int code
+    double gamma
+    double degree
+    double coef0
+
+
+cdef struct RowSource:
+    Py_ssize_t n_features
+    bint sparse
+    const double* X              # dense rows
+    const double* data           # sparse rows: values ...
+    const int* index             # ... their feature indices ...
+    const Py_ssize_t* start      # ... row j's first entry ...
+    const Py_ssize_t* nnz        # ... and its number of entries
+    const double* sqnorm         # ‖x_j‖² (rbf)
+
+
+cdef inline RowSource dense_rows(const double* X, Py_ssize_t d,
+                                 const double* sqnorm) noexcept nogil:
+    cdef RowSource rows
+    rows.n_features = d
+    rows.sparse = False
+    rows.X = X
+    rows.data = NULL
+    rows.index = NULL
+    rows.start = NULL
+    rows.nnz = NULL
+    rows.sqnorm = sqnorm
+    return rows
+
+
+cdef inline RowSource sparse_rows(const double* data, const int* index, const Py_ssize_t* start,
+                                  const Py_ssize_t* nnz, Py_ssize_t d,
+                                  const double* sqnorm) noexcept nogil:
+    cdef RowSource rows
+    rows.n_features = d
+    rows.sparse = True
+    rows.X = NULL
+    rows.data = data
+    rows.index = index
+    rows.start = start
+    rows.nnz = nnz
+    rows.sqnorm = sqnorm
+    return rows
+
+
+cdef inline void inner_products(const KernelSpec* k, const RowSource* rows, const double* xq,
+                                double l1q, double* out, Py_ssize_t j0,
+                                Py_ssize_t j1) noexcept nogil:
+    """out[j] = <x_j, x_q> (‖x_j − x_q‖₁ for laplace), j0 <= j < j1."""
+    cdef Py_ssize_t d = rows.n_features, j, p, p0
+    cdef int n_rows, n_cols, lda, one = 1
+    cdef double alpha = 1.0, beta = 0.0, s, v
+    cdef char trans = b'T'
+    cdef const double* xj
+    if j1 <= j0:
+        return
+    if rows.sparse:
+        for j in range(j0, j1):
+            p0 = rows.start[j]
+            if k.code == LAPLACE:
+                s = l1q
+                for p in range(p0, p0 + rows.nnz[j]):
+                    v = xq[rows.index[p]]
+                    s = s + (fabs(rows.data[p] - v) - fabs(v))
+            else:
+                s = 0.0
+                for p in range(p0, p0 + rows.nnz[j]):
+                    s = s + rows.data[p] * xq[rows.index[p]]
+            out[j] = s
+        return
+    if d == 0:
+        memset(out + j0, 0, (j1 - j0) * sizeof(double))
+        return
+    if k.code == LAPLACE:
+        for j in range(j0, j1):
+            xj = rows.X + j * d
+            s = 0.0
+            for p in range(d):
+                s = s + fabs(xj[p] - xq[p])
+            out[j] = s
+        return
+    # Row-major rows j0..j1 are a column-major (d, j1 − j0) matrix, lda = d.
+    n_rows = <int> d
+    n_cols = <int> (j1 - j0)
+    lda = <int> d
+    dgemv(&trans, &n_rows, &n_cols, &alpha, <double*> (rows.X + j0 * d), &lda, <double*> xq,
+          &one, &beta, out + j0, &one)
+
+
+cdef inline void to_kernel(const KernelSpec* k, const RowSource* rows, double sqq, double* out,
+                           Py_ssize_t j0, Py_ssize_t j1) noexcept nogil:
+    """Turn the inner products (L1 distances for laplace) of out[j0:j1] into kernel values."""
+    cdef Py_ssize_t j
+    cdef double g = k.gamma, c0 = k.coef0, deg = k.degree, dist
+    if k.code == POLY:
+        for j in range(j0, j1):
+            out[j] = pow(g * out[j] + c0, deg)
+    elif k.code == RBF:
+        for j in range(j0, j1):
+            dist = sqq + rows.sqnorm[j] - 2.0 * out[j]
+            if dist < 0.0:
+                dist = 0.0
+            out[j] = exp(-g * dist)
+    elif k.code == LAPLACE:
+        for j in range(j0, j1):
+            dist = out[j]
+            if dist < 0.0:
+                dist = 0.0
+            out[j] = exp(-g * dist)
+    elif k.code == SIGMOID:
+        for j in range(j0, j1):
+            out[j] = tanh(g * out[j] + c0)
+
+
+cdef inline void kernel_values(const KernelSpec* k, const RowSource* rows, const double* xq,
+                               double sqq, double l1q, double* out, Py_ssize_t j0,
+                               Py_ssize_t j1) noexcept nogil:
+    """out[j] = k(x_j, x_q) for j0 <= j < j1 (sqq = ‖x_q‖², l1q = ‖x_q‖₁ where needed)."""
+    inner_products(k, rows, xq, l1q, out, j0, j1)
+    to_kernel(k, rows, sqq, out, j0, j1)
