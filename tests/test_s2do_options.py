@@ -175,7 +175,7 @@ def test_every_combination_of_accelerations_reaches_the_optimum(model):
     problem = make_problem(model, X, y, C=2.0)
     reference = diagnose(problem, get_solver("cvxpy").solve(problem)).dual_objective
     for switches in product([False, True], repeat=len(s2do.ACCELERATIONS)):
-        options = dict(zip(s2do.ACCELERATIONS, switches))
+        options = dict(zip(s2do.ACCELERATIONS, switches, strict=True))
         solution = s2do.solve(problem, tol=TOL, cache_size=0.02, **options)
         found = diagnose(problem, solution)
         limits = derived_limits(problem, solution.alpha, TOL, reference, 1.0)

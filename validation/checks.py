@@ -144,7 +144,7 @@ def build_matrix(problems=None, solvers=None, Cs=None, machines=ALL_MACHINES, ke
                         probe = Case(pname, float(C), machine, bias, kernel, ())
                         names = tuple(
                             s for s in solvers
-                            if SOLVERS[s].handles(machine, bias)
+                            if SOLVERS[s].handles(machine, bias, kernel)
                             and (name_filter is None or name_filter in probe.row_name(s))
                         )
                         if names:

@@ -102,6 +102,8 @@ class SolverEntry:
         Pass/fail limits of its rows.
     machines : tuple of str or None
         Machines it is run on (None: all of them).
+    kernels : tuple of str or None
+        Kernels it is run with (None: all of them).
     role : str
         ``"reference"`` or ``"under_test"`` (informative only).
     solver : str or None
@@ -118,6 +120,7 @@ class SolverEntry:
     options: dict = field(default_factory=dict)
     thresholds: Thresholds = field(default_factory=Thresholds)
     machines: tuple[str, ...] | None = None
+    kernels: tuple[str, ...] | None = None
     role: str = "under_test"
     solver: str | None = None
 
@@ -126,9 +129,11 @@ class SolverEntry:
         """The key of :data:`msvm.solvers.SOLVERS` this entry runs."""
         return self.solver or self.name
 
-    def handles(self, machine: str, fit_intercept: bool) -> bool:
-        """Whether this solver is run on a (machine, bias) combination."""
+    def handles(self, machine: str, fit_intercept: bool, kernel: str | None = None) -> bool:
+        """Whether this solver is run on a (machine, bias, kernel) combination."""
         if self.machines is not None and machine not in self.machines:
+            return False
+        if kernel is not None and self.kernels is not None and kernel not in self.kernels:
             return False
         return self.bias if fit_intercept else self.no_bias
 
@@ -150,6 +155,7 @@ class SolverEntry:
             "tol": self.tol,
             "options": dict(self.options),
             "machines": None if self.machines is None else list(self.machines),
+            "kernels": None if self.kernels is None else list(self.kernels),
             "thresholds": self.thresholds.as_dict(),
         }
 
@@ -238,6 +244,12 @@ register(SolverEntry(
     options={"shrinking": False, "fast": False, "lazy": False, "focus": False,
              "block_steps": False, "prefetch": False},
     thresholds=Thresholds(kkt_eps=1e-6, prediction_tie_tol=1e-5),
+))
+# The linear solver (issue 24): dual coordinate descent over examples keeping W, linear kernel
+# and bias-free machines only, stopped by S2DO's KKT rule at ε = 1e-6: S2DO's derived limits.
+register(SolverEntry(
+    name="linear", reference="cvxpy", bias=False, tol_arg="tol", tol=1e-6, kernels=("linear",),
+    options={"random_state": 0}, thresholds=Thresholds(kkt_eps=1e-6, prediction_tie_tol=1e-5),
 ))
 # Online LaRank-style solver (issue 5), bias-free machines only, run as seed 004's
 # online ×∞: epochs=None alternates passes with an S2DO_ALL finish on the support patterns
