@@ -1876,7 +1876,7 @@ cdef class OnlineState:
                 if res <= 0:
                     break
                 self.n_finish_steps += 1
-                if ((self.n_steps - start_steps) & 63) == 0 and _now() - t0 > time_limit:
+                if ((self.n_steps - start_steps) & 15) == 0 and _now() - t0 > time_limit:
                     status = TIME_UP
                     break
             self.strategy = saved

@@ -1879,7 +1879,7 @@ cdef class S2DOState:
                 self.since_shrink += 1
                 if self._shrink_if_due():
                     self._find_max()
-                if (steps & 255) == 0 and _now() - t0 > time_limit:
+                if (steps & 15) == 0 and _now() - t0 > time_limit:
                     if self.focus_on:
                         self._leave_focus()
                     status = TIME_UP
