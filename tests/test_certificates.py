@@ -50,7 +50,7 @@ def test_certify_matches_diagnose_of_alpha_alone(wine):
 
     X, y = wine
     est = MultiClassSVC(model="ww", C=1.0, tol=1e-4, cache_dtype="float32")
-    problem = est._build_problem(X, y)[2]
+    problem = est.prepare_fit(X, y).problem
     solution = s2do.solve(problem, tol=1e-4, cache_dtype="float32")
     certified, drift = est._certified(problem, solution)
     exact = diagnose(problem, solution.alpha)  # scores recomputed from α in float64
