@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -164,25 +164,28 @@ def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     return estimator
 
 
-def _retrain(estimator, setup, alpha, points, K):
-    """LOO scores h(x_p) of the machine retrained without p, and whether each converged."""
-    full = setup.problem
-    machine, y, kernel = full.machine, full.y, full.kernel
+def _retrain(estimator, spec, y, alpha, X, K, points):
+    """LOO scores h(x_p) of the machine retrained without p, and whether each converged.
+
+    ``spec`` holds the small parts of the full problem (see :func:`loo_error`); the
+    arrays come apart, the Gram matrix ``K`` or, when it is None, the points ``X``.
+    """
+    solver, classes, gamma, machine, C, fit_intercept, kernel_name, kernel_params = spec
+    full = None if K is not None else Kernel(X, kernel_name, **kernel_params)
     m = len(y)
     out = np.empty((len(points), machine.n_classes))
     converged = np.empty(len(points), dtype=bool)
     for k, p in enumerate(points):
         keep = np.flatnonzero(np.arange(m) != p)
         if K is not None:
-            sub = Kernel(np.ascontiguousarray(K[np.ix_(keep, keep)]), "precomputed")
-            row = K[p, keep]
+            data = np.ascontiguousarray(K[np.ix_(keep, keep)])
+            sub, row = Kernel(data, "precomputed"), K[p, keep]
         else:
-            sub = Kernel(kernel.X[keep], kernel.name, gamma=kernel.gamma, degree=kernel.degree,
-                         coef0=kernel.coef0)
-            row = kernel.gram(np.array([p]), keep)[0]
-        problem = DualProblem(machine, y[keep], sub, full.C, full.fit_intercept)
-        # The reduced problem with the full fit's solver (solver_options reads only these two).
-        solution = _solve(estimator, replace(setup, problem=problem), warm_start=alpha[keep])
+            data = X[keep]
+            sub, row = Kernel(data, kernel_name, **kernel_params), full.gram(np.array([p]), keep)[0]
+        problem = DualProblem(machine, y[keep], sub, C, fit_intercept)
+        reduced = FitSetup(data, classes, problem, solver, gamma)
+        solution = _solve(estimator, reduced, warm_start=alpha[keep])
         out[k] = row @ problem.beta(solution.alpha) + solution.b
         converged[k] = solution.status == "optimal"
     return out, converged
@@ -262,9 +265,16 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
         n_tasks = effective_n_jobs(n_jobs)
         chunks = np.array_split(support, 1 if n_tasks == 1 else min(len(support), 4 * n_tasks))
         worker = _task_estimator(est, n_jobs)
+        # Each task gets the small parts of the problem in ``spec`` and the arrays apart,
+        # which joblib's dask backend sends to the cluster once per call, not once per task.
+        spec = (solver_name, setup.classes, setup.gamma, problem.machine, problem.C,
+                problem.fit_intercept, kernel.name,
+                dict(gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0))
+        X_points = kernel.X if K is None else None
         # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
         parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(_retrain)(worker, setup, alpha, chunk, K) for chunk in chunks)
+            delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk)
+            for chunk in chunks)
         scores[support] = np.concatenate([part[0] for part in parts])
         failed = int(np.count_nonzero(~np.concatenate([part[1] for part in parts])))
         if failed:

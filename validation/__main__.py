@@ -160,13 +160,16 @@ def dask_backend(address: str | None, n_workers: int):
     import joblib
     from distributed import Client, LocalCluster
 
+    # The client is given to joblib only (not made the default one of this process).
     if address == "local":
         with (LocalCluster(n_workers=n_workers, threads_per_worker=1, host="127.0.0.1",
-                           dashboard_address=None) as cluster, Client(cluster),
-              joblib.parallel_backend("dask")):
+                           dashboard_address=None) as cluster,
+              Client(cluster, set_as_default=False) as client,
+              joblib.parallel_backend("dask", client=client)):
             yield -1
     else:
-        with Client(address), joblib.parallel_backend("dask"):
+        with (Client(address, set_as_default=False) as client,
+              joblib.parallel_backend("dask", client=client)):
             yield -1
 
 
