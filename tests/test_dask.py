@@ -172,6 +172,8 @@ def test_partial_fit_over_dask_blocks_equals_sequential(client, digits):
             Xd, da.from_array(y, chunks=50), classes=np.arange(10))
     _same_model(reference, incremental.estimator_)
     np.testing.assert_array_equal(incremental.dual_coef_, reference.dual_coef_)
+    # Its blockwise predict runs on the workers, with the model pickled there.
+    np.testing.assert_array_equal(incremental.predict(Xd).compute(), reference.predict(X))
 
 
 def test_hyperband_search_over_partial_fit(client, digits):
