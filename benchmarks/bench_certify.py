@@ -31,7 +31,7 @@ def run(name: str) -> dict:
     dataset, n_train, model, C, gamma, tol, cache = CONFIGS[name]
     X, y, _, _ = load(dataset, n_train)
     est = MultiClassSVC(model=model, C=C, gamma=gamma, tol=tol, cache_size=cache)
-    problem = est._build_problem(X, y)[2]
+    problem = est.prepare_fit(X, y).problem
     solution = s2do.solve(problem, tol=tol, cache_size=cache, certify=True)
     fit, certify = solution.time, solution.info["certify_time"]
     drift = est._certified(problem, solution)[1]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -38,7 +38,7 @@ from msvm.problem import DualProblem
 from msvm.solvers import ESTIMATOR_OPTIONS, SOLVERS, TOL_FLOOR, get_solver, resolve_solver
 from msvm.solvers.online import STRATEGIES, OnlineStream
 
-__all__ = ["MultiClassSVC"]
+__all__ = ["MultiClassSVC", "FitSetup"]
 
 #: Options that define the algorithm (not only its speed): a solver that would
 #: ignore them is an error, not a warning.
@@ -54,6 +54,37 @@ _PREDICT_CHUNK = 2048
 #: Statuses that are not a failure to converge: the online solver stopped after
 #: the epochs it was asked for (an approximation by design).
 _EXPECTED_STATUSES = frozenset({"optimal", "epoch_limit"})
+
+
+@dataclass(frozen=True)
+class FitSetup:
+    """A validated training problem, ready to solve: what :meth:`MultiClassSVC.prepare_fit` returns.
+
+    Attributes
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        The validated training points (float64; the Gram matrix for
+        ``kernel='precomputed'``).
+    classes : ndarray of shape (n_classes,)
+        The sorted labels; ``problem.y`` holds their codes 0 … Q − 1.
+    problem : DualProblem
+        The dual of the estimator's machine on (X, y).
+    solver : str
+        The solver ``solver='auto'`` resolved to (a key of
+        :data:`msvm.solvers.SOLVERS`).
+    gamma : float
+        The kernel γ used (``gamma='scale'`` and ``'auto'`` resolved).
+    started : float
+        :func:`time.perf_counter` when the setup was made (the verbose log
+        reports the total time of the fit from it).
+    """
+
+    X: object
+    classes: np.ndarray
+    problem: DualProblem
+    solver: str
+    gamma: float
+    started: float = field(default_factory=time.perf_counter)
 
 
 class _streaming_only:
@@ -169,8 +200,9 @@ default='rbf'
         ``'max_iter'`` and a :class:`~sklearn.exceptions.ConvergenceWarning`.
     n_jobs : int or None, default=None
         Threads of solvers that use them (``'s2do'``: Gram rows and the
-        per-iteration passes); None means 1, -1 all cores.  The solution
-        does not depend on it.
+        per-iteration passes); None means 1 (also inside a joblib
+        ``parallel_backend`` context, so that each fit of a parallel search
+        takes one core), -1 all cores.  The solution does not depend on it.
     warm_start : bool, default=False
         Start the next :meth:`fit` from the previous fit's dual solution when
         the training set size and machine match (e.g. along a path over C;
@@ -262,6 +294,17 @@ default='rbf'
     -----
     For exactly two classes, :meth:`decision_function` follows scikit-learn's
     binary convention and returns h_2 − h_1, positive for ``classes_[1]``.
+
+    *Fitting in steps (advanced API).*  :meth:`fit` is three public steps
+    that tools solving many related problems use one by one
+    (:mod:`msvm.model_selection` warm-starts each fit from the previous
+    one, or solves problems other than the one it keeps):
+    :meth:`prepare_fit` validates the data and builds the dual problem
+    (:class:`FitSetup`), :meth:`solver_options` gives the keyword arguments
+    of the solver's ``solve`` (to be adjusted, e.g. ``warm_start`` or a
+    smaller ``tol``), and :meth:`set_solution` certifies a solution of that
+    problem and stores it as the fitted model.  Subclasses may override
+    them; their signatures and results are kept stable.
 
     Examples
     --------
@@ -360,14 +403,33 @@ default='rbf'
             raise ValueError("n_jobs == 0 has no meaning; use None (1 thread), a positive "
                              "number of threads or -1 (all cores).")
 
-    def _solver_options(self, name: str, module, problem=None) -> dict:
-        """Keyword arguments for ``module.solve``: the parameters the solver honours.
+    def solver_options(self, setup: FitSetup) -> dict:
+        """Keyword arguments of the solver's ``solve`` for ``setup`` (second step of fit).
 
-        A parameter of :data:`msvm.solvers.ESTIMATOR_OPTIONS` set away from its
-        default that the solver does not declare in ``OPTIONS`` is an error
-        when it defines the algorithm, a warning otherwise; ``random_state``
-        is ignored silently by deterministic solvers.
+        Part of the advanced API (see Notes of the class).  The parameters
+        of :data:`msvm.solvers.ESTIMATOR_OPTIONS` that the solver honours
+        (its ``OPTIONS``), plus ``verbose``.  A parameter set away from its
+        default that the solver does not honour is an error when it defines
+        the algorithm (``epochs``, ``online_strategy``), a warning otherwise;
+        ``random_state`` is ignored silently by deterministic solvers.
+        ``n_jobs=None`` is passed as 1 thread, also inside a joblib
+        ``parallel_backend`` context (e.g. a fit in a worker of a parallel
+        search, where joblib would read None as "the backend's default").
+
+        Parameters
+        ----------
+        setup : FitSetup
+            From :meth:`prepare_fit`.
+
+        Returns
+        -------
+        dict
+            For ``get_solver(setup.solver).solve(setup.problem, **options)``;
+            a caller may change ``warm_start`` or lower ``tol`` (when the
+            solver takes them).
         """
+        name, problem = setup.solver, setup.problem
+        module = get_solver(name)
         for option in ESTIMATOR_OPTIONS:
             value = getattr(self, option)
             if (option in module.OPTIONS or option == "random_state"
@@ -387,14 +449,14 @@ default='rbf'
             "warm_start": None,
             "cache_size": float(self.cache_size),
             "cache_dtype": self.cache_dtype,
-            "n_jobs": self.n_jobs,
+            "n_jobs": 1 if self.n_jobs is None else self.n_jobs,
             "random_state": self.random_state,
             "online_strategy": self.online_strategy,
             "epochs": self.epochs,
             "certify": self.certify,
         }
         previous = getattr(self, "_warm_alpha", None)
-        if (self.warm_start and previous is not None and problem is not None
+        if (self.warm_start and previous is not None
                 and previous.shape == (problem.n_samples, problem.n_slots)):
             options["warm_start"] = previous
         options = {k: v for k, v in options.items() if k in module.OPTIONS}
@@ -423,14 +485,13 @@ default='rbf'
         self : MultiClassSVC
             The fitted estimator.
         """
-        start = time.perf_counter()
-        X, classes, problem, solver_name, gamma_ = self._build_problem(X, y)
-        module = get_solver(solver_name)
-        options = self._solver_options(solver_name, module, problem)
+        setup = self.prepare_fit(X, y)
+        X, problem, gamma_ = setup.X, setup.problem, setup.gamma
+        options = self.solver_options(setup)
         with warnings.catch_warnings():
             # Non-convergence is reported below, with the diagnostics.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            solution = module.solve(problem, **options)
+            solution = get_solver(setup.solver).solve(problem, **options)
         self._warm_alpha = solution.alpha if self.warm_start else None
         self._stream = None
         self._fit_seed = None
@@ -446,7 +507,7 @@ default='rbf'
             f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
             f"{solution.time:.3f} s"
         )
-        self._set_fitted(X, classes, problem, solution, gamma_, start)
+        self.set_solution(setup, solution)
         if (self._stream is None and not self.fit_intercept and not self._precomputed
                 and not callable(self.kernel)):
             # What partial_fit needs to continue this model (support vectors' labels and α).
@@ -454,16 +515,30 @@ default='rbf'
                               X.shape[0])
         return self
 
-    def _build_problem(self, X, y):
-        """Validate (X, y) and the parameters; build the dual problem.
+    def prepare_fit(self, X, y) -> FitSetup:
+        """Validate the parameters and (X, y); build the dual problem (first step of fit).
 
-        Returns (X, classes, problem, solver_name, gamma_): the validated X,
-        the sorted labels, the :class:`~msvm.problem.DualProblem`, the
-        resolved solver and the kernel γ used.  :meth:`fit` and the
-        model-selection tools of :mod:`msvm.model_selection` (which solve the
-        problem themselves, with warm starts) share it, then call
-        :meth:`_set_fitted`.
+        Part of the advanced API (see Notes of the class): :meth:`fit` is
+        ``prepare_fit``, then the solver of ``setup.solver`` run on
+        ``setup.problem`` with :meth:`solver_options`, then
+        :meth:`set_solution`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            As in :meth:`fit`.
+        y : array-like of shape (n_samples,)
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        FitSetup
+            The validated X, the sorted labels, the
+            :class:`~msvm.problem.DualProblem`, the resolved solver and the
+            kernel γ used.  Nothing is stored on the estimator but the
+            input checks' ``n_features_in_`` (and ``feature_names_in_``).
         """
+        started = time.perf_counter()
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True)
@@ -513,7 +588,7 @@ default='rbf'
             f"C={self.C:g}, bias={self.fit_intercept}, {int(problem.active.sum())} dual "
             f"variables; solver={solver_name}"
         )
-        return X, classes, problem, solver_name, gamma_
+        return FitSetup(X, classes, problem, solver_name, float(gamma_), started)
 
     def _certified(self, problem, solution):
         """The solution with its scores recomputed from β in float64 (``certify``).
@@ -530,9 +605,29 @@ default='rbf'
             drift = float(np.max(np.abs(exact - solution.scores), initial=0.0))
         return replace(solution, scores=exact), drift
 
-    def _set_fitted(self, X, classes, problem, solution, gamma_, start=None):
-        """Certify ``solution`` with :func:`~msvm.diagnostics.diagnose` and store the model."""
-        start = time.perf_counter() if start is None else start
+    def set_solution(self, setup: FitSetup, solution):
+        """Certify a solution of ``setup.problem`` and store it as the model (last step of fit).
+
+        Part of the advanced API (see Notes of the class).  The solution is
+        certified as in :meth:`fit` (``certify``, then
+        :func:`~msvm.diagnostics.diagnose`) and every fitted attribute is
+        set from it; a solver that did not converge gives a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
+
+        Parameters
+        ----------
+        setup : FitSetup
+            From :meth:`prepare_fit` on this estimator (same parameters).
+        solution : DualSolution
+            A solution of ``setup.problem`` (any solver, e.g. warm-started or
+            solved in another process).
+
+        Returns
+        -------
+        self : MultiClassSVC
+        """
+        X, classes, problem, gamma_ = setup.X, setup.classes, setup.problem, setup.gamma
+        start = setup.started
         y_codes = problem.y
         n_classes = len(classes)
         solution, drift = self._certified(problem, solution)

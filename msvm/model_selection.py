@@ -9,8 +9,8 @@
     the removed point contributes β_p = 0 to every score (the bias too stays
     a valid multiplier, since the equality sums do not change).  So only the
     support vectors are retrained, each from the full solution with its row
-    removed (a warm start, for the solvers that take one), in parallel with
-    joblib.  The non-support-vector claim is checked on every call: the
+    removed (a warm start, for the solvers that take one), in parallel
+    (``n_jobs``).  The non-support-vector claim is checked on every call: the
     largest KKT violation of the reduced problems, max_{i ≠ p} v_i with v the
     per-example violations of the full solution
     (:func:`msvm.diagnostics.kkt_violation`), must be within the solver's
@@ -24,6 +24,21 @@
     fit starts from the previous C's solution (and, with a bias, every
     enclosing ball from the previous ball).
 
+Parallel runs.  Both run their independent solves as tasks of
+:class:`joblib.Parallel` (``n_jobs``; None means 1, unless a joblib
+``parallel_backend`` context says otherwise, as in scikit-learn), so
+``with joblib.parallel_backend("dask"):`` spreads them over a Dask cluster
+(docs: "Scaling out").  A task of :class:`RadiusMarginSearch` is one path
+along C (one value of the other parameters), so its warm starts stay inside
+the task; a task of :func:`loo_error` is a chunk of the support vectors.
+The results are collected in the order of the tasks, never of their
+completion, and each task computes what the sequential loop computes, so a
+parallel run returns exactly the sequential run's results.  Nested
+parallelism: when tasks run in parallel, each solves with one solver thread
+(the estimator's ``n_jobs=None`` means 1, and ``n_jobs < 0``, "every core",
+is reduced to 1 inside tasks); a positive ``n_jobs`` on the estimator is
+kept, for users who run fewer tasks than cores on purpose.
+
 Kernel rows.  Retraining without point p only needs the Gram matrix with row
 and column p removed, so :func:`loo_error` computes the Gram matrix once (up
 to :data:`GRAM_MAX_SAMPLES` points) and hands each reduced problem its
@@ -35,17 +50,17 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
-from msvm.estimator import MultiClassSVC
+from msvm.estimator import FitSetup, MultiClassSVC
 from msvm.kernels import Kernel
 from msvm.problem import DualProblem
 from msvm.solvers import TOL_FLOOR, get_solver
@@ -109,11 +124,12 @@ class LeaveOneOut:
         return len(self.support)
 
 
-def _solve(estimator: MultiClassSVC, solver_name: str, problem: DualProblem, warm_start=None,
+def _solve(estimator: MultiClassSVC, setup: FitSetup, warm_start=None,
            tol: float | None = None):
     """Solve with the estimator's solver settings (``tol`` at most ``tol`` when given)."""
-    module = get_solver(solver_name)
-    options = estimator._solver_options(solver_name, module, problem)
+    problem = setup.problem
+    module = get_solver(setup.solver)
+    options = estimator.solver_options(setup)
     if warm_start is not None and "warm_start" in module.OPTIONS:
         options["warm_start"] = warm_start
     if tol is not None and "tol" in options:
@@ -130,22 +146,46 @@ def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
     return max(float(estimator.tol), TOL_FLOOR) * (1 + 1e-6)
 
 
-def _retrain(estimator, solver_name, machine, y, kernel, C, fit_intercept, alpha, points, K):
-    """LOO scores h(x_p) of the machine retrained without p, and whether each converged."""
+def _check_n_jobs(n_jobs) -> None:
+    if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
+                               or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
+                         f"{n_jobs!r}.")
+
+
+def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
+    """The estimator as the tasks of a map over ``n_jobs`` use it (nested-parallelism guard).
+
+    When tasks run in parallel, an estimator asking for every core
+    (``n_jobs < 0``) gets one solver thread, so that p tasks use p cores.
+    """
+    if effective_n_jobs(n_jobs) > 1 and estimator.n_jobs is not None and estimator.n_jobs < 0:
+        return clone(estimator).set_params(n_jobs=1)
+    return estimator
+
+
+def _retrain(estimator, spec, y, alpha, X, K, points):
+    """LOO scores h(x_p) of the machine retrained without p, and whether each converged.
+
+    ``spec`` holds the small parts of the full problem (see :func:`loo_error`); the
+    arrays come apart, the Gram matrix ``K`` or, when it is None, the points ``X``.
+    """
+    solver, classes, gamma, machine, C, fit_intercept, kernel_name, kernel_params = spec
+    full = None if K is not None else Kernel(X, kernel_name, **kernel_params)
     m = len(y)
     out = np.empty((len(points), machine.n_classes))
     converged = np.empty(len(points), dtype=bool)
     for k, p in enumerate(points):
         keep = np.flatnonzero(np.arange(m) != p)
         if K is not None:
-            sub = Kernel(np.ascontiguousarray(K[np.ix_(keep, keep)]), "precomputed")
-            row = K[p, keep]
+            data = np.ascontiguousarray(K[np.ix_(keep, keep)])
+            sub, row = Kernel(data, "precomputed"), K[p, keep]
         else:
-            sub = Kernel(kernel.X[keep], kernel.name, gamma=kernel.gamma, degree=kernel.degree,
-                         coef0=kernel.coef0)
-            row = kernel.gram(np.array([p]), keep)[0]
+            data = X[keep]
+            sub, row = Kernel(data, kernel_name, **kernel_params), full.gram(np.array([p]), keep)[0]
         problem = DualProblem(machine, y[keep], sub, C, fit_intercept)
-        solution = _solve(estimator, solver_name, problem, warm_start=alpha[keep])
+        reduced = FitSetup(data, classes, problem, solver, gamma)
+        solution = _solve(estimator, reduced, warm_start=alpha[keep])
         out[k] = row @ problem.beta(solution.alpha) + solution.b
         converged[k] = solution.status == "optimal"
     return out, converged
@@ -162,7 +202,13 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
     X : {array-like, sparse matrix} of shape (m, n_features)
     y : array-like of shape (m,)
     n_jobs : int, optional
-        Parallel jobs for the retraining (joblib; None means 1).
+        Retraining tasks run at once by :class:`joblib.Parallel` (None
+        means 1 unless a joblib ``parallel_backend`` context says otherwise;
+        -1 all cores).  The default backend runs them in threads (the
+        solvers release the GIL and share the Gram matrix);
+        ``with joblib.parallel_backend("dask"):`` runs them on a Dask
+        cluster.  The result does not depend on it (module docstring,
+        "Parallel runs").
 
     Returns
     -------
@@ -180,11 +226,13 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
     """
     if not isinstance(estimator, MultiClassSVC):
         raise TypeError(f"estimator must be a msvm.MultiClassSVC, got {type(estimator).__name__}.")
+    _check_n_jobs(n_jobs)
     start = time.perf_counter()
     est = clone(estimator)
-    X, classes, problem, solver_name, _ = est._build_problem(X, y)
+    setup = est.prepare_fit(X, y)
+    problem, solver_name = setup.problem, setup.solver
     m = problem.n_samples
-    solution = _solve(est, solver_name, problem)
+    solution = _solve(est, setup)
     alpha = np.where(problem.active, solution.alpha, 0.0)
     diag = diagnose(problem, solution)
     b = diag.b if problem.fit_intercept else np.zeros(problem.n_classes)
@@ -212,13 +260,21 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
     if len(support):
         kernel = problem.kernel
         K = kernel.gram() if (kernel.is_precomputed or m <= GRAM_MAX_SAMPLES) else None
-        n_chunks = 1 if n_jobs in (None, 1) else max(1, min(len(support), 4 * abs(int(n_jobs))))
-        chunks = np.array_split(support, n_chunks)
-        args = (est, solver_name, problem.machine, problem.y, kernel, problem.C,
-                problem.fit_intercept, alpha)
-        # Threads: the solvers' loops release the GIL, and the Gram matrix is shared.
+        # A few chunks per task slot balance the load; each point's retraining is the
+        # same whatever chunk it falls in.
+        n_tasks = effective_n_jobs(n_jobs)
+        chunks = np.array_split(support, 1 if n_tasks == 1 else min(len(support), 4 * n_tasks))
+        worker = _task_estimator(est, n_jobs)
+        # Each task gets the small parts of the problem in ``spec`` and the arrays apart,
+        # which joblib's dask backend sends to the cluster once per call, not once per task.
+        spec = (solver_name, setup.classes, setup.gamma, problem.machine, problem.C,
+                problem.fit_intercept, kernel.name,
+                dict(gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0))
+        X_points = kernel.X if K is None else None
+        # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
         parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(_retrain)(*args, chunk, K) for chunk in chunks if len(chunk))
+            delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk)
+            for chunk in chunks)
         scores[support] = np.concatenate([part[0] for part in parts])
         failed = int(np.count_nonzero(~np.concatenate([part[1] for part in parts])))
         if failed:
@@ -228,9 +284,60 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
                 "machines. Raise max_iter or use another solver.")
     pred = np.argmax(scores, axis=1)
     errors = pred != problem.y
-    return LeaveOneOut(n_errors=int(errors.sum()), errors=errors, predictions=classes[pred],
+    return LeaveOneOut(n_errors=int(errors.sum()), errors=errors, predictions=setup.classes[pred],
                        support=support, reduced_kkt_violation=reduced, kkt_tolerance=tolerance,
                        time=time.perf_counter() - start)
+
+
+def _rank_key(record: dict, criterion: str) -> tuple:
+    """Sort key of a grid point: smaller is better; one that did not converge ranks last."""
+    if criterion == "candidates":
+        return (not record["converged"], record["n_candidates"], record["bound"])
+    return (not record["converged"], record["bound"])
+
+
+def _search_path(estimator, X, y, path, criterion, ball_tol, verbose):
+    """One task of :class:`RadiusMarginSearch`: the grid points of one path along C.
+
+    ``path`` lists the parameters of each point, by increasing C; each fit
+    starts from the previous point's solution (and, with a bias, each ball
+    from the previous ball).  Returns the records of the points, in path
+    order, and (position, solution) of the path's best converged point (the
+    first of the smallest rank key), or None.
+    """
+    records, best, previous, ball = [], None, None, None
+    for params in path:
+        est = clone(estimator).set_params(**params)
+        tic = time.perf_counter()
+        setup = est.prepare_fit(X, y)
+        problem = setup.problem
+        warm = previous if previous is not None and previous.shape == problem.zeros(
+        ).shape else None
+        solution = _solve(est, setup, warm_start=warm,
+                          tol=BOUND_RTOL / (problem.n_classes - 1))
+        fit_time = time.perf_counter() - tic
+        tic = time.perf_counter()
+        if problem.fit_intercept:
+            ball = enclosing_ball(problem.kernel, shift=problem.kernel_shift, tol=ball_tol,
+                                  warm_start=ball, cache_size=est.cache_size)
+        bound = radius_margin_bound(problem, solution, ball=ball)
+        bound_time = time.perf_counter() - tic
+        previous = solution.alpha
+        record = dict(
+            bound=bound.bound, bound_rate=bound.error_rate, radius2=bound.radius2,
+            sum_alpha=bound.sum_alpha, n_candidates=bound.n_candidates,
+            n_support=int(np.count_nonzero(np.any(solution.alpha > 0, axis=1))),
+            fit_time=fit_time, bound_time=bound_time, time=fit_time + bound_time,
+            status=solution.status, converged=solution.status == "optimal")
+        records.append(record)
+        if verbose:
+            print(f"[RadiusMarginSearch] {params}: bound {bound.bound:.4g} "
+                  f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}, 1'a "
+                  f"{bound.sum_alpha:.4g}, {fit_time + bound_time:.2f} s", flush=True)
+        if record["converged"] and (best is None or _rank_key(record, criterion) < _rank_key(
+                records[best[0]], criterion)):
+            best = (len(records) - 1, solution)
+    return records, best
 
 
 class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -269,8 +376,16 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         of Theorem 2 itself.
     ball_tol : float, default=1e-8
         Relative duality gap of the enclosing balls (with a bias).
+    n_jobs : int, optional
+        Paths along C (one per value of the other parameters) solved at
+        once by :class:`joblib.Parallel`, each a task with its own warm
+        starts; None means 1 unless a joblib ``parallel_backend`` context
+        says otherwise, -1 all cores.  ``with
+        joblib.parallel_backend("dask"):`` runs the paths on a Dask
+        cluster.  The results do not depend on it (module docstring,
+        "Parallel runs").
     verbose : int, default=0
-        Print one line per grid point.
+        Print one line per grid point (from the process that solves it).
 
     Attributes
     ----------
@@ -297,11 +412,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, estimator=None, param_grid=None, *, criterion: str = "candidates",
-                 ball_tol: float = 1e-8, verbose: int = 0):
+                 ball_tol: float = 1e-8, n_jobs: int | None = None, verbose: int = 0):
         self.estimator = estimator
         self.param_grid = param_grid
         self.criterion = criterion
         self.ball_tol = ball_tol
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     def _check(self):
@@ -329,6 +445,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"criterion must be 'candidates' or 'bound', got {self.criterion!r}.")
         if not isinstance(self.ball_tol, Real) or not self.ball_tol >= 0:
             raise ValueError(f"ball_tol must be a number >= 0, got {self.ball_tol!r}.")
+        _check_n_jobs(self.n_jobs)
         return estimator, grid
 
     def fit(self, X, y):
@@ -344,59 +461,37 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self : RadiusMarginSearch
         """
         estimator, grid = self._check()
-        # Warm starts run along C within each group of the other parameters.
-        groups = defaultdict(list)
+        # One task per path along C (the other parameters fixed), in the order of first
+        # appearance in the grid; warm starts run along C within each path.
+        paths = defaultdict(list)
         for index, params in enumerate(grid):
             rest = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "C"))
-            groups[rest].append(index)
+            paths[rest].append(index)
+        paths = [sorted(path, key=lambda i: grid[i].get("C", estimator.C))
+                 for path in paths.values()]
+        worker = _task_estimator(estimator, self.n_jobs)
+        done = Parallel(n_jobs=self.n_jobs)(
+            delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
+                                  self.ball_tol, self.verbose)
+            for path in paths)
         records = [None] * len(grid)
-        best = None
-        for indices in groups.values():
-            indices.sort(key=lambda i: grid[i].get("C", estimator.C))
-            previous, ball = None, None
-            for index in indices:
-                est = clone(estimator).set_params(**grid[index])
-                tic = time.perf_counter()
-                X_, classes, problem, solver_name, gamma_ = est._build_problem(X, y)
-                warm = previous if previous is not None and previous.shape == problem.zeros(
-                ).shape else None
-                solution = _solve(est, solver_name, problem, warm_start=warm,
-                                  tol=BOUND_RTOL / (problem.n_classes - 1))
-                fit_time = time.perf_counter() - tic
-                tic = time.perf_counter()
-                if problem.fit_intercept:
-                    ball = enclosing_ball(problem.kernel, shift=problem.kernel_shift,
-                                          tol=self.ball_tol, warm_start=ball,
-                                          cache_size=est.cache_size)
-                bound = radius_margin_bound(problem, solution, ball=ball)
-                bound_time = time.perf_counter() - tic
-                previous = solution.alpha
-                records[index] = dict(
-                    bound=bound.bound, bound_rate=bound.error_rate, radius2=bound.radius2,
-                    sum_alpha=bound.sum_alpha, n_candidates=bound.n_candidates,
-                    n_support=int(np.count_nonzero(np.any(solution.alpha > 0, axis=1))),
-                    fit_time=fit_time, bound_time=bound_time, time=fit_time + bound_time,
-                    status=solution.status, converged=solution.status == "optimal")
-                if self.verbose:
-                    print(f"[RadiusMarginSearch] {grid[index]}: bound {bound.bound:.4g} "
-                          f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}, 1'a "
-                          f"{bound.sum_alpha:.4g}, {fit_time + bound_time:.2f} s", flush=True)
-                if records[index]["converged"] and (
-                        best is None or self._key(records[index]) < self._key(records[best[0]])):
-                    best = (index, est, X_, classes, problem, solution, gamma_)
+        best = None  # (grid index, solution): the first best in path order, as a loop finds it
+        for path, (path_records, path_best) in zip(paths, done, strict=True):
+            for index, record in zip(path, path_records, strict=True):
+                records[index] = record
+            if path_best is None:
+                continue
+            index = path[path_best[0]]
+            if best is None or (_rank_key(records[index], self.criterion)
+                                < _rank_key(records[best[0]], self.criterion)):
+                best = (index, path_best[1])
         if best is None:
             raise RuntimeError("No grid point converged; the bounds assume optimal solutions. "
                                "Raise max_iter or use another solver.")
-        self._store(grid, records, best)
+        self._store(X, y, estimator, grid, records, best)
         return self
 
-    def _key(self, record):
-        # A grid point whose solve did not converge ranks after every converged one.
-        if self.criterion == "candidates":
-            return (not record["converged"], record["n_candidates"], record["bound"])
-        return (not record["converged"], record["bound"])
-
-    def _store(self, grid, records, best):
+    def _store(self, X, y, estimator, grid, records, best):
         results = {"params": grid}
         for name in sorted({k for params in grid for k in params}):
             column = np.ma.masked_all(len(grid), dtype=object)
@@ -406,13 +501,15 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             results[f"param_{name}"] = column
         for key in records[0]:
             results[key] = np.array([r[key] for r in records])
-        order = sorted(range(len(grid)), key=lambda i: self._key(records[i]))
+        order = sorted(range(len(grid)), key=lambda i: _rank_key(records[i], self.criterion))
         rank = np.empty(len(grid), dtype=np.int32)
         rank[order] = np.arange(1, len(grid) + 1)
         results["rank_bound"] = rank
         self.cv_results_ = results
-        index, est, X, classes, problem, solution, gamma_ = best
-        est._set_fitted(X, classes, problem, solution, gamma_)
+        # The search's own solution of the best point becomes the model (no refit).
+        index, solution = best
+        est = clone(estimator).set_params(**grid[index])
+        est.set_solution(est.prepare_fit(X, y), solution)
         self.best_index_ = int(index)
         self.best_params_ = dict(grid[index])
         self.best_score_ = float(records[index]["bound" if self.criterion == "bound"

@@ -50,7 +50,7 @@ def test_certify_matches_diagnose_of_alpha_alone(wine):
 
     X, y = wine
     est = MultiClassSVC(model="ww", C=1.0, tol=1e-4, cache_dtype="float32")
-    problem = est._build_problem(X, y)[2]
+    problem = est.prepare_fit(X, y).problem
     solution = s2do.solve(problem, tol=1e-4, cache_dtype="float32")
     certified, drift = est._certified(problem, solution)
     exact = diagnose(problem, solution.alpha)  # scores recomputed from α in float64
@@ -66,7 +66,7 @@ def test_s2do_certifies_from_its_cache(wine, cache_size):
     from msvm.solvers import s2do
 
     X, y = wine
-    problem = MultiClassSVC(model="llw", C=3.0)._build_problem(X, y)[2]
+    problem = MultiClassSVC(model="llw", C=3.0).prepare_fit(X, y).problem
     solution = s2do.solve(problem, tol=1e-5, cache_size=cache_size, certify=True)
     exact = problem.scores(problem.beta(solution.alpha))  # every block computed afresh
     np.testing.assert_allclose(solution.certified_scores, exact, rtol=0, atol=1e-12)

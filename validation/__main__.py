@@ -4,8 +4,15 @@ Examples (from the repository root)::
 
     python -m validation                      # the full matrix, 2 worker processes
     python -m validation --quick              # a few rows (used by the tests)
-    python -m validation --filter wine/ --jobs 1
+    python -m validation --filter wine/ --n-jobs 1
     python -m validation --json validation/results/v.json
+    python -m validation --dask tcp://host:8786   # the rows on a Dask cluster
+    python -m validation --dask local --n-jobs 4  # on a LocalCluster of 4 worker processes
+
+Every row is a task of :class:`joblib.Parallel` (one training problem and all
+its solvers), so with ``--dask`` joblib's dask backend runs them on the
+cluster's workers; the table and the JSON keep the matrix order whatever order
+the rows finish in.
 
 The exit code is 1 when any row fails, 0 otherwise.
 """
@@ -17,6 +24,7 @@ import json
 import platform
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from validation.bounds import build_bound_matrix, run_bounds
@@ -47,8 +55,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "problem/C=../machine/bias|nobias/kernel/solver)")
     parser.add_argument("--json", default=str(DEFAULT_JSON), metavar="PATH",
                         help="where to write the results (default: %(default)s)")
-    parser.add_argument("--jobs", type=int, default=2, metavar="N",
-                        help="parallel worker processes (joblib; default: %(default)s)")
+    parser.add_argument("--n-jobs", "--jobs", dest="jobs", type=int, default=2, metavar="N",
+                        help="rows solved at once (joblib worker processes; with --dask local, "
+                             "the cluster's workers; default: %(default)s)")
+    parser.add_argument("--dask", default=None, metavar="ADDRESS",
+                        help="run the rows through joblib's dask backend on the Dask scheduler "
+                             "at ADDRESS (e.g. tcp://host:8786), or 'local' for a LocalCluster "
+                             "of N single-threaded worker processes on this machine (needs the "
+                             "dask extra)")
     parser.add_argument("--solvers", default=None, metavar="A,B",
                         help="comma-separated registered solvers to run (default: all)")
     parser.add_argument("--list", action="store_true", help="list the row names and exit")
@@ -133,9 +147,41 @@ def _print_worst(label: str, w: dict, summary: dict, out) -> None:
           file=out)
 
 
+@contextmanager
+def dask_backend(address: str | None, n_workers: int):
+    """joblib's dask backend on the cluster at ``address`` (``'local'``: a LocalCluster).
+
+    Yields the number of jobs to give :class:`joblib.Parallel` (-1, every
+    worker thread of the cluster, with Dask; ``n_workers`` without).
+    """
+    if address is None:
+        yield n_workers
+        return
+    import joblib
+    from distributed import Client, LocalCluster
+
+    # The client is given to joblib only (not made the default one of this process).
+    if address == "local":
+        with (LocalCluster(n_workers=n_workers, threads_per_worker=1, host="127.0.0.1",
+                           dashboard_address=None) as cluster,
+              Client(cluster, set_as_default=False) as client,
+              joblib.parallel_backend("dask", client=client)):
+            yield -1
+    else:
+        with (Client(address, set_as_default=False) as client,
+              joblib.parallel_backend("dask", client=client)):
+            yield -1
+
+
 def run(argv=None, out=sys.stdout) -> int:
     """Run the matrix as the command line does; returns the exit code."""
     args = parse_args(argv)
+    with dask_backend(None if args.list else args.dask, args.jobs) as jobs:
+        return _run(args, jobs, argv, out)
+
+
+def _run(args, jobs: int, argv, out) -> int:
+    """The matrix with ``jobs`` parallel rows (1: in this process, printed as they end)."""
     solvers = None if args.solvers is None else [s.strip() for s in args.solvers.split(",")]
     if solvers:
         unknown = [s for s in solvers if s not in SOLVERS]
@@ -158,19 +204,19 @@ def run(argv=None, out=sys.stdout) -> int:
         print("No rows match.", file=sys.stderr)
         return 2
     if not cases:
-        return _write_bounds_only(args, argv, out)
+        return _write_bounds_only(args, jobs, argv, out)
+    where = f"{args.jobs} job(s)" if args.dask is None else f"the Dask cluster at {args.dask}"
 
     print("\n".join(thresholds_table(used)), file=out)
     n_rows = sum(len(c.solvers) for c in cases)
-    print(f"\nRunning {n_rows} rows ({len(cases)} training problems) with {args.jobs} job(s)...\n",
-          file=out)
+    print(f"\nRunning {n_rows} rows ({len(cases)} training problems) on {where}...\n", file=out)
     print(_HEADER, file=out)
     print("-" * len(_HEADER), file=out)
     out.flush()
 
     start = time.perf_counter()
     by_case = {}
-    if args.jobs == 1:
+    if jobs == 1:
         for case in cases:
             by_case[case.name] = run_case(case)
             for row in by_case[case.name]:
@@ -182,7 +228,7 @@ def run(argv=None, out=sys.stdout) -> int:
         # Expensive cases first (better load balance); the table keeps the matrix order.
         order = sorted(cases, key=lambda c: -c.cost())
         progress = sys.stderr.isatty()
-        results = Parallel(n_jobs=args.jobs, return_as="generator_unordered", batch_size=1)(
+        results = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)(
             delayed(run_case)(case) for case in order)
         for k, case_rows in enumerate(results, 1):
             by_case[case_rows[0]["case"]] = case_rows
@@ -200,7 +246,7 @@ def run(argv=None, out=sys.stdout) -> int:
     print("-" * len(_HEADER), file=out)
     print(f"Summary: {summary['n_rows']} rows, {summary['n_pass']} pass, "
           f"{summary['n_fail']} fail, total time {elapsed:.1f} s "
-          f"(solver time {summary['solver_time']:.1f} s, {args.jobs} job(s))", file=out)
+          f"(solver time {summary['solver_time']:.1f} s, {where})", file=out)
     for label, key in (("Worst (all rows)", "worst"), ("Worst (passing rows)", "worst_passing")):
         _print_worst(label, summary[key], summary, out)
     if summary["n_fail"]:
@@ -211,7 +257,7 @@ def run(argv=None, out=sys.stdout) -> int:
                       f"reference {r.get('reference_status')})", file=out)
 
     bound_rows, bound_summary = ([], None) if not bound_cases else run_bounds(
-        args.filter, args.quick, args.jobs, out)
+        args.filter, args.quick, jobs, out)
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -219,24 +265,25 @@ def run(argv=None, out=sys.stdout) -> int:
         "summary": summary,
         "rows": rows,
         "bounds": {"summary": bound_summary, "rows": bound_rows},
-        "meta": {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
-                 "quick": args.quick, "filter": args.filter, "python": platform.python_version(),
-                 "platform": platform.platform()},
+        "meta": _meta(args, argv),
     }
     path.write_text(json.dumps(payload, indent=1, allow_nan=False))
     print(f"Wrote {path}", file=out)
     return 1 if summary["n_fail"] or (bound_summary and bound_summary["n_fail"]) else 0
 
 
-def _write_bounds_only(args, argv, out) -> int:
+def _meta(args, argv) -> dict:
+    return {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
+            "dask": args.dask, "quick": args.quick, "filter": args.filter,
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def _write_bounds_only(args, jobs: int, argv, out) -> int:
     """``--bounds only`` (or a filter that keeps only bound rows): run them, write the JSON."""
-    rows, summary = run_bounds(args.filter, args.quick, args.jobs, out)
+    rows, summary = run_bounds(args.filter, args.quick, jobs, out)
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"bounds": {"summary": summary, "rows": rows},
-               "meta": {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
-                        "quick": args.quick, "filter": args.filter,
-                        "python": platform.python_version(), "platform": platform.platform()}}
+    payload = {"bounds": {"summary": summary, "rows": rows}, "meta": _meta(args, argv)}
     path.write_text(json.dumps(payload, indent=1, allow_nan=False))
     print(f"Wrote {path}", file=out)
     return 1 if summary["n_fail"] else 0

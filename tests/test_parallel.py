@@ -1,0 +1,145 @@
+"""Parallel model selection through joblib, and the estimator's advanced fit API.
+
+``RadiusMarginSearch(n_jobs=)`` and ``loo_error(n_jobs=)`` run independent
+solves as joblib tasks; a parallel run must return exactly what the
+sequential one does (docs/scaling.rst).  The Dask backend is tested in
+tests/test_dask.py; these tests need only joblib.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from joblib import parallel_backend, parallel_config
+from sklearn.datasets import load_wine
+from sklearn.preprocessing import StandardScaler
+
+from msvm import MultiClassSVC, RadiusMarginSearch, loo_error
+from msvm.estimator import FitSetup
+from msvm.solvers import get_solver
+
+GRID = {"C": [0.1, 1.0, 10.0], "gamma": [0.02, 0.1, 0.5]}
+#: What RadiusMarginSearch computes per grid point (the times excepted).
+RESULT_KEYS = ("bound", "bound_rate", "radius2", "sum_alpha", "n_candidates", "n_support",
+               "status", "converged", "rank_bound")
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def assert_same_search(a: RadiusMarginSearch, b: RadiusMarginSearch) -> None:
+    """Two searches computed the same bounds and kept the same model, bit for bit."""
+    for key in RESULT_KEYS:
+        np.testing.assert_array_equal(a.cv_results_[key], b.cv_results_[key], err_msg=key)
+    assert a.best_index_ == b.best_index_ and a.best_score_ == b.best_score_
+    np.testing.assert_array_equal(a.best_estimator_.dual_coef_, b.best_estimator_.dual_coef_)
+    np.testing.assert_array_equal(a.best_estimator_.support_, b.best_estimator_.support_)
+
+
+def test_search_with_two_processes_equals_sequential(wine):
+    X, y = wine
+    base = MultiClassSVC(model="msvm2", tol=1e-6)
+    one = RadiusMarginSearch(base, GRID, n_jobs=1).fit(X, y)
+    with parallel_backend("loky"):
+        two = RadiusMarginSearch(base, GRID, n_jobs=2).fit(X, y)
+    assert_same_search(one, two)
+    # The kept model is the search's solution of the best point: a fit from scratch at
+    # the same parameters and tol agrees with it to the solver's accuracy.
+    params = {**base.get_params(), **one.best_params_, "tol": 1e-8}
+    fresh = MultiClassSVC(**params).fit(X, y)
+    np.testing.assert_array_equal(one.predict(X), fresh.predict(X))
+    assert one.best_estimator_.solution_["status"] == "optimal"
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_loo_with_two_jobs_equals_sequential(wine, backend):
+    X, y = wine
+    est = MultiClassSVC(model="cs", C=1.0, tol=1e-6)
+    one = loo_error(est, X, y, n_jobs=1)
+    with parallel_backend(backend):
+        two = loo_error(est, X, y, n_jobs=2)
+    np.testing.assert_array_equal(one.predictions, two.predictions)
+    np.testing.assert_array_equal(one.support, two.support)
+    assert one.n_errors == two.n_errors and one.n_retrained == two.n_retrained > 0
+
+
+def test_loo_without_the_gram_matrix_equals_with_it(wine, monkeypatch):
+    """Above GRAM_MAX_SAMPLES the tasks get the points instead of the Gram matrix."""
+    from msvm import model_selection
+
+    X, y = wine
+    est = MultiClassSVC(model="ww", C=1.0, tol=1e-6)
+    with_gram = loo_error(est, X, y, n_jobs=2)
+    monkeypatch.setattr(model_selection, "GRAM_MAX_SAMPLES", 10)
+    without = loo_error(est, X, y, n_jobs=2)
+    np.testing.assert_array_equal(with_gram.predictions, without.predictions)
+    assert with_gram.n_retrained == without.n_retrained > 0
+
+
+class _Recording(MultiClassSVC):
+    """Records the solver threads each solve of a search is given (a subclass using the
+    advanced API, as the class's Notes allow)."""
+
+    threads: list = []
+    lock = threading.Lock()
+
+    def solver_options(self, setup):
+        options = super().solver_options(setup)
+        with self.lock:
+            self.threads.append(options.get("n_jobs"))
+        return options
+
+
+def test_tasks_run_one_solver_thread_each(wine):
+    """Nested parallelism: n_jobs=-1 on the estimator means one thread inside parallel tasks."""
+    X, y = wine
+    grid = {"C": [1.0], "gamma": [0.1, 0.5]}
+    base = _Recording(model="msvm2", tol=1e-4, n_jobs=-1)
+    _Recording.threads = []
+    RadiusMarginSearch(base, grid, n_jobs=1).fit(X, y)
+    assert _Recording.threads == [-1, -1]  # sequential (one task at a time): as set
+    _Recording.threads = []
+    with parallel_backend("threading"):
+        RadiusMarginSearch(base, grid, n_jobs=2).fit(X, y)
+    assert _Recording.threads == [1, 1]  # two tasks at once (one per γ): one thread each
+
+
+def test_n_jobs_none_is_one_thread_inside_a_joblib_context(wine):
+    X, y = wine
+    est = MultiClassSVC(model="ww")
+    setup = est.prepare_fit(X, y)
+    with parallel_config(backend="threading", n_jobs=4):
+        # joblib would read None as the context's 4; the estimator documents None as 1.
+        assert est.solver_options(setup)["n_jobs"] == 1
+    assert MultiClassSVC(model="ww", n_jobs=3).solver_options(setup)["n_jobs"] == 3
+
+
+def test_fit_in_steps_equals_fit(wine):
+    """The advanced API: prepare_fit, solve with solver_options, set_solution == fit."""
+    X, y = wine
+    est = MultiClassSVC(model="llw", C=2.0, tol=1e-5)
+    setup = est.prepare_fit(X, y)
+    assert isinstance(setup, FitSetup) and setup.solver == "s2do"
+    np.testing.assert_array_equal(setup.classes, np.unique(y))
+    assert setup.gamma == pytest.approx(1.0 / (X.shape[1] * X.var()))
+    solution = get_solver(setup.solver).solve(setup.problem, **est.solver_options(setup))
+    stepped = est.set_solution(setup, solution)
+    assert stepped is est
+    fitted = MultiClassSVC(**est.get_params()).fit(X, y)
+    np.testing.assert_array_equal(stepped.dual_coef_, fitted.dual_coef_)
+    np.testing.assert_array_equal(stepped.predict(X), fitted.predict(X))
+    assert stepped.solution_["dual_objective"] == fitted.solution_["dual_objective"]
+
+
+def test_bad_n_jobs(wine):
+    X, y = wine
+    for bad in (0, 1.5, "2", True):
+        with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+            RadiusMarginSearch(param_grid={"C": [1.0]}, n_jobs=bad).fit(X, y)
+        with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+            loo_error(MultiClassSVC(), X, y, n_jobs=bad)
