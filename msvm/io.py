@@ -113,8 +113,7 @@ def _from_json(value):
         if set(value) == {"$float"}:
             text = value["$float"]
             if text not in _SPECIAL_FLOATS:
-                raise ModelFileError(f"header: {value!r} is not a float (expected 'nan', 'inf' "
-                                     "or '-inf').")
+                raise ValueError(f"{value!r} is not a float (expected 'nan', 'inf' or '-inf')")
             return _SPECIAL_FLOATS[text]
         return {k: _from_json(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -123,8 +122,8 @@ def _from_json(value):
 
 
 def _reject_constant(name):
-    raise ModelFileError(f"header: {name} is not standard JSON (non-finite floats are written "
-                         "as {\"$float\": ...}).")
+    raise ValueError(f"{name} is not standard JSON (non-finite floats are written as "
+                     '{"$float": ...})')
 
 
 # ------------------------------------------------------------------ save
@@ -268,7 +267,7 @@ class _Reader:
             self.fail("the header is not a 1-D uint8 array of JSON text.")
         try:
             header = json.loads(raw.tobytes().decode("utf-8"), parse_constant=_reject_constant)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except ValueError as exc:   # also UnicodeDecodeError, JSONDecodeError
             self.fail(f"the header is not JSON ({exc}).")
         except RecursionError:
             self.fail("the header is not JSON (nested too deeply).")
@@ -288,6 +287,8 @@ class _Reader:
                       f"format versions up to {FORMAT_VERSION}. Upgrade msvm to load it.")
         try:
             header = _from_json(header)
+        except ValueError as exc:
+            self.fail(f"header: {exc}.")
         except RecursionError:
             self.fail("the header is nested too deeply.")
         missing = sorted(set(_HEADER_KEYS) - set(header))
