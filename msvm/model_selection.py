@@ -43,6 +43,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
+from msvm._progress import ProgressBar
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
 from msvm.estimator import MultiClassSVC
@@ -151,7 +152,7 @@ def _retrain(estimator, solver_name, machine, y, kernel, C, fit_intercept, alpha
     return out, converged
 
 
-def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
+def loo_error(estimator, X, y, n_jobs=None, verbose=0) -> LeaveOneOut:
     """Exact leave-one-out error of a :class:`~msvm.MultiClassSVC` configuration.
 
     Parameters
@@ -163,6 +164,9 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
     y : array-like of shape (m,)
     n_jobs : int, optional
         Parallel jobs for the retraining (joblib; None means 1).
+    verbose : int, default=0
+        Show a progress bar over the retrained points on stderr
+        (:class:`msvm._progress.ProgressBar`).
 
     Returns
     -------
@@ -213,12 +217,19 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
         kernel = problem.kernel
         K = kernel.gram() if (kernel.is_precomputed or m <= GRAM_MAX_SAMPLES) else None
         n_chunks = 1 if n_jobs in (None, 1) else max(1, min(len(support), 4 * abs(int(n_jobs))))
+        if verbose:
+            n_chunks = max(n_chunks, min(len(support), 100))  # so that the bar moves
         chunks = np.array_split(support, n_chunks)
         args = (est, solver_name, problem.machine, problem.y, kernel, problem.C,
                 problem.fit_intercept, alpha)
+        bar = ProgressBar("loo_error", len(support), "left-out points", enabled=bool(verbose))
+        parts = []
         # Threads: the solvers' loops release the GIL, and the Gram matrix is shared.
-        parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(_retrain)(*args, chunk, K) for chunk in chunks if len(chunk))
+        for part in Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
+                delayed(_retrain)(*args, chunk, K) for chunk in chunks if len(chunk)):
+            parts.append(part)
+            bar.update(len(part[0]))
+        bar.close()
         scores[support] = np.concatenate([part[0] for part in parts])
         failed = int(np.count_nonzero(~np.concatenate([part[1] for part in parts])))
         if failed:
@@ -270,7 +281,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ball_tol : float, default=1e-8
         Relative duality gap of the enclosing balls (with a bias).
     verbose : int, default=0
-        Print one line per grid point.
+        Show a progress bar over the grid points on stderr, with the last
+        point's bound (:class:`msvm._progress.ProgressBar`).
 
     Attributes
     ----------
@@ -351,6 +363,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             groups[rest].append(index)
         records = [None] * len(grid)
         best = None
+        bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
+                          enabled=bool(self.verbose))
         for indices in groups.values():
             indices.sort(key=lambda i: grid[i].get("C", estimator.C))
             previous, ball = None, None
@@ -377,13 +391,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     n_support=int(np.count_nonzero(np.any(solution.alpha > 0, axis=1))),
                     fit_time=fit_time, bound_time=bound_time, time=fit_time + bound_time,
                     status=solution.status, converged=solution.status == "optimal")
-                if self.verbose:
-                    print(f"[RadiusMarginSearch] {grid[index]}: bound {bound.bound:.4g} "
-                          f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}, 1'a "
-                          f"{bound.sum_alpha:.4g}, {fit_time + bound_time:.2f} s", flush=True)
+                bar.update(note=f"{grid[index]}: bound {bound.bound:.4g} "
+                                f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}")
                 if records[index]["converged"] and (
                         best is None or self._key(records[index]) < self._key(records[best[0]])):
                     best = (index, est, X_, classes, problem, solution, gamma_)
+        bar.close()
         if best is None:
             raise RuntimeError("No grid point converged; the bounds assume optimal solutions. "
                                "Raise max_iter or use another solver.")
