@@ -32,6 +32,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from msvm.kernels import KERNELS
 from msvm.machines import MACHINES
@@ -480,7 +481,9 @@ def _read_libsvm(path: str, *, precomputed: bool, zero_based: bool | None = None
         if np.any(X.indices == 0):
             raise ValueError(f"{path!r} has feature index 0, but the model numbers features "
                              "from 1 (as its training file did)")
-        X = X[:, 1:]
+        # Shift the indices as scikit-learn's reader does (a column slice could reorder them,
+        # and the solver would then round differently from the Python API on the same file).
+        X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], X.shape[1] - 1))
     return X, y, zero_based
 
 
