@@ -200,7 +200,7 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     Returns
     -------
     onnx.ModelProto
-        Input ``X`` (double, shape (n, n_features_in_)); outputs ``label``
+        Input ``X`` (double, shape (n, ``n_features_in_``)); outputs ``label``
         (n,) and ``scores`` ((n, n_classes), or (n,) for two classes), equal
         to ``predict`` and ``decision_function``.  Save it with
         ``onnx.save(model, path)``; run it with onnxruntime::
