@@ -53,6 +53,7 @@ import math
 import os
 import zipfile
 import zlib
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -176,8 +177,9 @@ def save(model, path, *, metadata: dict | None = None) -> None:
             "and use kernel='precomputed' (or pickle the estimator, which stores the callable "
             "by reference).")
     params = model.get_params()
-    if not (params["random_state"] is None or isinstance(params["random_state"], int)):
-        params["random_state"] = None   # a RandomState instance: not data
+    seed = params["random_state"]
+    # A seed is data; a RandomState instance is not (stored as None).
+    params["random_state"] = int(seed) if isinstance(seed, Integral) else None
     classes, classes_dtype = _classes_array(np.asarray(model.classes_))
     sv = model.support_vectors_
     layout = "none" if model._precomputed else "csr" if sp.issparse(sv) else "dense"

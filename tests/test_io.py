@@ -163,6 +163,14 @@ def test_what_cannot_be_saved(blobs, tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_random_state_is_stored_as_data(blobs, tmp_path):
+    X, y = blobs
+    for seed, stored in [(np.int64(7), 7), (3, 3), (np.random.RandomState(0), None)]:
+        model = MultiClassSVC(solver="online", random_state=seed).fit(X, y)
+        msvm.save(model, tmp_path / "m.model")
+        assert msvm.load(tmp_path / "m.model").random_state == stored
+
+
 # ------------------------------------------------------------ pickle
 def test_pickle_keeps_version_and_drops_warm_start_state(blobs):
     X, y = blobs
