@@ -441,11 +441,16 @@ st = hypothesis.strategies
 
 _EDIT = st.tuples(st.sampled_from(["flip", "truncate", "insert", "zero"]),
                   st.floats(0.0, 1.0, allow_nan=False), st.integers(1, 255))
+
+
+def _containers(children):
+    return st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children,
+                                                            max_size=3)
+
+
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6)
                      | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
-                     lambda children: st.lists(children, max_size=3)
-                     | st.dictionaries(st.text(max_size=5), children, max_size=3),
-                     max_leaves=6)
+                     _containers, max_leaves=6)
 _FIELDS = ["format_version", "n_classes", "n_support", "n_features_in", "shape_fit", "gamma",
            "n_iter", "sv_layout", "classes_dtype", "feature_names_in", "solution", "params",
            "params.C", "params.kernel", "params.degree", "params.fit_intercept",
