@@ -1,13 +1,25 @@
-"""Command line: ``msvm [demo]`` and ``msvm fit TRAIN [--test TEST] ...``.
+"""Command line: ``msvm [demo]``, ``fit``, libsvm's ``train``/``predict``, ``select``, ``validate``.
 
 ``demo`` (the default) trains WW, CS, LLW and M-SVM² on scikit-learn's bundled
 digits and prints one table row per machine; ``fit`` trains one machine on a
-LIBSVM-format file.  Both print the numbers of :mod:`msvm.diagnostics`
-(dual and primal objective, relative duality gap, KKT residual) next to the
-accuracy and the fit time, and can write them as JSON.
+LIBSVM-format file and reports its certificate.  Both print the numbers of
+:mod:`msvm.diagnostics` (dual and primal objective, relative duality gap, KKT
+residual) next to the accuracy and the fit time, and can write them as JSON.
 
-Exit status: 0 on success, 2 for a bad option or an unreadable data file
-(one ``msvm ...: error: ...`` line on stderr, no traceback).
+``train [options] TRAIN [MODEL]`` and ``predict [options] TEST MODEL [OUTPUT]``
+work as libsvm's ``svm-train`` and ``svm-predict``: a model file (:mod:`msvm.io`)
+between them, one predicted label per line, ``Accuracy = x% (k/n)``, ``-v k``
+for k-fold cross-validation accuracy, and libsvm's short options where they
+mean the same thing (``-c -g -t -d -r -e -m -v -q``; ``-t 4`` reads the
+precomputed-kernel format ``label 0:i 1:K(x_i, x_1) ...``).  ``select`` picks
+(C, γ) over a grid (grid.py's ``--log2c`` / ``--log2g``) by k-fold CV or by
+the radius–margin criteria of :class:`msvm.RadiusMarginSearch` and writes the
+best model; ``validate`` runs the validation suite (``python -m validation``).
+
+Exit status: 0 on success, 2 for a bad option or an unreadable data or model
+file (one ``msvm ...: error: ...`` line on stderr, no traceback), 130 after
+Ctrl-C, 141 when the reader of stdout goes away; ``validate`` returns the
+suite's status.
 """
 
 from __future__ import annotations
@@ -20,10 +32,12 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from msvm.kernels import KERNELS
 from msvm.machines import MACHINES
 from msvm.solvers import SOLVERS
+from msvm.solvers.online import STRATEGIES
 
 __all__ = ["main"]
 
@@ -60,6 +74,93 @@ def _gamma(text: str):
     return value
 
 
+def _epochs(text: str):
+    if text.lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive integer or 'none' (until tol), got {text!r}") from None
+
+
+#: libsvm's -t codes (svm-train); laplace has none.
+LIBSVM_KERNELS = {0: "linear", 1: "poly", 2: "rbf", 3: "sigmoid", 4: "precomputed"}
+
+
+def _libsvm_kernel(text: str) -> str:
+    try:
+        return LIBSVM_KERNELS[int(text)]
+    except (ValueError, KeyError):
+        codes = ", ".join(f"{code} {name}" for code, name in LIBSVM_KERNELS.items())
+        raise argparse.ArgumentTypeError(
+            f"must be a libsvm kernel code 0-4 ({codes}), got {text!r}") from None
+
+
+#: The estimator's options: (long flag, libsvm's short flag or None, argparse keywords).
+#: One row per MultiClassSVC parameter, shared by fit, train and select.  The slot for
+#: --class-weight (libsvm's -wi) is here, once MultiClassSVC has class_weight (issue 23,
+#: item 4): ("--class-weight", None, dict(type=..., default=None, help=...)); its value
+#: then reaches the estimator through _estimator() and the model file through get_params.
+ESTIMATOR_OPTIONS = [
+    ("--model", None, dict(default="ww", choices=list(MODELS), help="machine (default ww)")),
+    ("--kernel", None, dict(default="rbf", choices=list(KERNELS),
+                            help="kernel (default rbf)")),
+    (None, "-t", dict(dest="kernel", type=_libsvm_kernel, metavar="CODE",
+                      help="kernel as libsvm's code: 0 linear, 1 poly, 2 rbf, 3 sigmoid, "
+                      "4 precomputed (file rows 'label 0:i 1:K(x_i,x_1) ...')")),
+    ("--C", "-c", dict(dest="C", type=float, default=1.0, help="C (default 1)")),
+    ("--gamma", "-g", dict(type=_gamma, default="scale",
+                           help="'scale', 'auto' or a number (default scale)")),
+    ("--degree", "-d", dict(type=int, default=3, help="poly degree, an integer (default 3)")),
+    ("--coef0", "-r", dict(type=float, default=0.0, help="poly/sigmoid coef0 (default 0)")),
+    ("--bias", None, dict(action="store_true", help="fit an intercept b (default: no bias)")),
+    ("--solver", None, dict(default="auto", choices=["auto", *sorted(SOLVERS)],
+                            help="solver (default auto)")),
+    ("--tol", "-e", dict(type=float, default=1e-3,
+                         help="KKT tolerance of iterative solvers (default 1e-3)")),
+    ("--cache-size", "-m", dict(type=float, default=200.0,
+                                help="kernel cache in MB (default 200)")),
+    ("--cache-dtype", None, dict(default="float64", choices=["float64", "float32"],
+                                 help="cached kernel rows (default float64)")),
+    ("--max-iter", None, dict(type=int, default=None,
+                              help="solver iteration cap (default max(1e7, 100 m); -1: none)")),
+    ("--n-jobs", None, dict(type=int, default=None,
+                            help="solver threads (default 1; -1: all cores)")),
+    ("--epochs", None, dict(type=_epochs, default=1,
+                            help="online solver: passes, or 'none' to run to tol (default 1)")),
+    ("--online-strategy", None, dict(default="s2do_all", choices=list(STRATEGIES),
+                                     help="online solver's working sets (default s2do_all)")),
+    ("--seed", None, dict(dest="random_state", type=int, default=None,
+                          help="seed of randomised solvers and of the CV folds")),
+]
+
+
+def _add_estimator_options(parser, *, short: bool) -> None:
+    """The rows of ESTIMATOR_OPTIONS, with libsvm's short flags when ``short``."""
+    for long, flag, kwargs in ESTIMATOR_OPTIONS:
+        flags = [f for f in (flag if short else None, long) if f]
+        if flags:
+            parser.add_argument(*flags, **kwargs)
+
+
+def _estimator(args, **overrides):
+    """The MultiClassSVC the parsed options describe."""
+    from msvm.estimator import MultiClassSVC
+
+    params = dict(model=args.model, C=args.C, kernel=args.kernel, gamma=args.gamma,
+                  degree=args.degree, coef0=args.coef0, fit_intercept=args.bias,
+                  solver=args.solver, tol=args.tol, cache_size=args.cache_size,
+                  cache_dtype=args.cache_dtype, max_iter=args.max_iter, n_jobs=args.n_jobs,
+                  epochs=args.epochs, online_strategy=args.online_strategy,
+                  random_state=args.random_state, verbose=int(args.verbose))
+    params.update(overrides)
+    return MultiClassSVC(**params)
+
+
+COMMANDS = ("demo", "fit", "train", "predict", "select", "validate")
+
+
 def _build_parser() -> _Parser:
     from msvm import __version__
 
@@ -70,7 +171,7 @@ def _build_parser() -> _Parser:
         "one-vs-all, MMR). Without a command, runs 'demo'.",
     )
     parser.add_argument("--version", action="version", version=f"msvm {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{demo,fit}")
+    sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
 
     demo = sub.add_parser(
         "demo", help="train the machines on scikit-learn's digits (the default)",
@@ -100,24 +201,92 @@ def _build_parser() -> _Parser:
     )
     fit.add_argument("train", metavar="TRAIN", help="training file (LIBSVM format)")
     fit.add_argument("--test", metavar="TEST", help="test file (LIBSVM format)")
-    fit.add_argument("--model", default="ww", choices=list(MODELS), help="machine (default ww)")
-    fit.add_argument("--kernel", default="rbf", choices=[k for k in KERNELS if k != "precomputed"],
-                     help="kernel (default rbf)")
-    fit.add_argument("--C", type=float, default=1.0, help="C (default 1)")
-    fit.add_argument("--gamma", type=_gamma, default="scale",
-                     help="'scale', 'auto' or a number (default scale)")
-    fit.add_argument("--degree", type=int, default=3, help="poly degree, an integer (default 3)")
-    fit.add_argument("--coef0", type=float, default=0.0, help="poly/sigmoid coef0 (default 0)")
-    fit.add_argument("--bias", action="store_true", help="fit an intercept b (default: no bias)")
-    fit.add_argument("--solver", default="auto", choices=["auto", *sorted(SOLVERS)],
-                     help="solver (default auto)")
-    fit.add_argument("--tol", type=float, default=1e-3,
-                     help="KKT tolerance of iterative solvers (default 1e-3)")
-    fit.add_argument("--max-iter", type=int, default=None,
-                     help="solver iteration cap (default max(1e7, 100 m); -1: none)")
-    fit.add_argument("--verbose", action="store_true", help="print a line per fitting stage")
+    _add_estimator_options(fit, short=False)
+    fit.add_argument("--verbose", action="store_true",
+                     help="a line per fitting stage and the solver's live progress (stderr)")
     fit.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
+
+    train = sub.add_parser(
+        "train", help="train a model and write it to a model file (as svm-train)",
+        description="Train a machine on a LIBSVM/svmlight file (optionally .bz2/.gz) and "
+        "write the model to MODEL (default: TRAIN's name + '.model', in the current folder), "
+        "a msvm model file that 'msvm predict' and msvm.load read. With -v K, print the "
+        "K-fold cross-validation accuracy instead (no model is written), as svm-train does.",
+    )
+    train.add_argument("train", metavar="TRAIN", help="training file (LIBSVM format)")
+    train.add_argument("model_file", metavar="MODEL", nargs="?", help="model file to write")
+    _add_estimator_options(train, short=True)
+    train.add_argument("-v", dest="cv", type=int, metavar="K",
+                       help="K-fold cross-validation accuracy (stratified, shuffled by --seed)")
+    train.add_argument("--verbose", action="store_true",
+                       help="a line per fitting stage and the solver's live progress (stderr)")
+    train.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+    predict = sub.add_parser(
+        "predict", help="predict with a model file (as svm-predict)",
+        description="Predict the rows of TEST (LIBSVM format) with MODEL and write one label "
+        "per line to OUTPUT (default: stdout). When TEST's labels are classes of the model, "
+        "print 'Accuracy = x% (k/n)' (on stderr when the labels go to stdout).",
+    )
+    predict.add_argument("test", metavar="TEST", help="test file (LIBSVM format)")
+    predict.add_argument("model_file", metavar="MODEL", help="model file (msvm train, msvm.save)")
+    predict.add_argument("output", metavar="OUTPUT", nargs="?", help="output file (default "
+                         "stdout; '-' too)")
+    predict.add_argument("--decision-values", action="store_true",
+                         help="after the label, the n_classes scores h_c(x) of each row; a "
+                         "first line 'labels c_1 ... c_Q' names their classes")
+    predict.add_argument("-q", "--quiet", action="store_true", help="print no accuracy")
+
+    select = sub.add_parser(
+        "select", help="choose C and gamma over a grid; write the best model",
+        description="Train every (C, gamma) of a grid (grid.py's log2 ranges) on TRAIN, score "
+        "it by K-fold cross-validation accuracy (--criterion cv, the default) or by the "
+        "radius-margin criteria of msvm.RadiusMarginSearch (--criterion candidates|bound: "
+        "--model msvm2, one fit per point, no CV), print the table and write the best model "
+        "to MODEL (default: TRAIN's name + '.model').",
+    )
+    select.add_argument("train", metavar="TRAIN", help="training file (LIBSVM format)")
+    select.add_argument("model_file", metavar="MODEL", nargs="?", help="model file to write")
+    _add_estimator_options(select, short=True)
+    select.add_argument("--criterion", choices=["cv", "candidates", "bound"], default="cv",
+                        help="cv (default), or the radius-margin count / bound (msvm2)")
+    select.add_argument("-v", dest="cv", type=int, default=5, metavar="K",
+                        help="folds of --criterion cv (default 5)")
+    select.add_argument("--log2c", type=_log2_range, default=(-5.0, 15.0, 2.0),
+                        metavar="BEGIN,END,STEP", help="C = 2^BEGIN ... 2^END (default -5,15,2)")
+    select.add_argument("--log2g", type=_log2_range, default=(3.0, -15.0, -2.0),
+                        metavar="BEGIN,END,STEP",
+                        help="gamma = 2^BEGIN ... 2^END (default 3,-15,-2; not for linear or "
+                        "precomputed kernels)")
+    select.add_argument("--verbose", action="store_true",
+                        help="a progress bar over the grid points (stderr)")
+
+    validate = sub.add_parser(
+        "validate", help="run the validation suite (python -m validation)",
+        description="Run the validation suite of a source checkout (validation/ next to "
+        "msvm/): every solver against an independent reference on a matrix of problems. "
+        "Other options (--filter, --jobs, --json, --list, --bounds, --solvers) are passed "
+        "to it; see 'python -m validation --help'.",
+    )
+    validate.add_argument("--quick", action="store_true", help="a few rows, in seconds")
     return parser
+
+
+def _log2_range(text: str) -> tuple[float, float, float]:
+    try:
+        begin, end, step = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be BEGIN,END,STEP (three numbers), got {text!r}") from None
+    if step == 0 or (end - begin) * step < 0:
+        raise argparse.ArgumentTypeError(f"STEP must go from BEGIN towards END, got {text!r}")
+    return begin, end, step
+
+
+def _log2_values(spec) -> list[float]:
+    begin, end, step = spec
+    n = int(np.floor((end - begin) / step + 1e-9)) + 1
+    return [float(2.0 ** (begin + i * step)) for i in range(n)]
 
 
 # ----------------------------------------------------------------- output
@@ -167,15 +336,15 @@ def _fit_and_score(estimator, X_train, y_train, X_eval, y_eval, prog: str) -> di
     }
 
 
-def _check_writable(path: str | None) -> None:
-    """Fail before training, not after, when the --json file cannot be written."""
+def _check_writable(path: str | None, what: str = "--json") -> None:
+    """Fail before training, not after, when an output file cannot be written."""
     if path is None:
         return
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise ValueError(f"--json {path!r} is a directory")
+        raise ValueError(f"{what} {path!r} is a directory")
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise ValueError(f"--json {path!r}: folder {folder!r} does not exist or is not writable")
+        raise ValueError(f"{what} {path!r}: folder {folder!r} does not exist or is not writable")
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -240,16 +409,15 @@ def _demo(args, prog: str) -> int:
 
 def _fit(args, prog: str) -> int:
     from msvm.datasets import load_libsvm_files
-    from msvm.estimator import MultiClassSVC
 
+    if args.kernel == "precomputed":
+        raise ValueError("msvm fit does not read precomputed kernels; use 'msvm train -t 4' and "
+                         "'msvm predict' (libsvm's precomputed-kernel files)")
     if args.test:
         X_train, y_train, X_test, y_test = load_libsvm_files([args.train, args.test])
     else:
         (X_train, y_train), X_test, y_test = load_libsvm_files([args.train]), None, None
-    est = MultiClassSVC(model=args.model, C=args.C, kernel=args.kernel, gamma=args.gamma,
-                        degree=args.degree, coef0=args.coef0, fit_intercept=args.bias,
-                        solver=args.solver, tol=args.tol, max_iter=args.max_iter,
-                        verbose=args.verbose)
+    est = _estimator(args)
     on = "test" if X_test is not None else "training"
     X_eval, y_eval = (X_test, y_test) if X_test is not None else (X_train, y_train)
     n_classes = len(np.unique(y_train))
@@ -277,21 +445,265 @@ def _fit(args, prog: str) -> int:
     return 0
 
 
+# ------------------------------------------------------- LIBSVM files
+def _read_libsvm(path: str, *, precomputed: bool, zero_based: bool | None = None,
+                 n_features: int | None = None):
+    """(X, y, zero_based) of a LIBSVM file for train/predict/select.
+
+    Features: ``zero_based=None`` decides as scikit-learn's 'auto' (indices
+    from 1, the LIBSVM convention, unless the file has an index 0), and the
+    decision goes into the model file so that ``predict`` reads its test
+    file the same way.  ``n_features`` (predict) is the model's width.
+    Precomputed kernels (``-t 4``): column 0 holds the row's serial number,
+    the kernel values follow from index 1 (libsvm's format); X is returned
+    dense, without that column.
+    """
+    from msvm.datasets import load_libsvm
+
+    if precomputed:
+        width = None if n_features is None else n_features + 1
+        X, y = load_libsvm(path, n_features=width, zero_based=True)
+        K = X[:, 1:].toarray()
+        if n_features is None:   # a training file: K is the square Gram matrix
+            numbered = np.array_equal(X[:, 0].toarray().ravel(), np.arange(1, len(y) + 1))
+            if K.shape[0] != K.shape[1] or not numbered:
+                raise ValueError(
+                    f"{path!r} is not a precomputed training kernel: each of its {len(y)} rows "
+                    "must be 'label 0:i 1:K(x_i,x_1) ... L:K(x_i,x_L)', with i = 1..L (the "
+                    f"row number) and L = {len(y)} columns; got {K.shape[1]} kernel columns"
+                    + ("" if numbered else " and 0:i not the row numbers"))
+        return K, y, True
+    width = None if n_features is None else n_features + (0 if zero_based else 1)
+    X, y = load_libsvm(path, n_features=width, zero_based=True)
+    if zero_based is None:
+        zero_based = X.nnz == 0 or bool(np.any(X.indices == 0))
+    if not zero_based:
+        if np.any(X.indices == 0):
+            raise ValueError(f"{path!r} has feature index 0, but the model numbers features "
+                             "from 1 (as its training file did)")
+        # Shift the indices as scikit-learn's reader does (a column slice could reorder them,
+        # and the solver would then round differently from the Python API on the same file).
+        X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], X.shape[1] - 1))
+    return X, y, zero_based
+
+
+def _default_model_path(train: str) -> str:
+    """libsvm's default: the training file's name (compression suffix off) + '.model'."""
+    name = os.path.basename(train)
+    for suffix in (".bz2", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name + ".model"
+
+
+def _fit_quietly(est, X, y, prog: str):
+    """Fit, showing each warning as one line on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    for w in caught:
+        print(f"{prog}: warning: {w.message}", file=sys.stderr)
+    return est
+
+
+def _cv_accuracy(est, X, y, k: int, seed) -> float:
+    """Stratified k-fold accuracy (shuffled with ``seed``, 0 when None)."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    if k < 2:
+        raise ValueError(f"-v: cross-validation needs at least 2 folds, got {k}")
+    folds = StratifiedKFold(k, shuffle=True, random_state=0 if seed is None else seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # per-fold convergence notes would flood the output
+        return float(np.mean(cross_val_score(est, X, y, cv=folds, error_score="raise")))
+
+
+def _save(est, path: str, zero_based: bool, train: str) -> None:
+    from msvm.io import save
+
+    save(est, path, metadata={"libsvm": {"zero_based": bool(zero_based), "train_file":
+                                         os.path.basename(train)}})
+
+
+def _train(args, prog: str) -> int:
+    precomputed = args.kernel == "precomputed"
+    model_path = args.model_file or _default_model_path(args.train)
+    if args.cv is None:
+        _check_writable(model_path, "MODEL")
+    X, y, zero_based = _read_libsvm(args.train, precomputed=precomputed)
+    est = _estimator(args)
+    say = (lambda *a: None) if args.quiet else print
+    if args.cv is not None:
+        accuracy = _cv_accuracy(est, X, y, args.cv, args.random_state)
+        n = len(y)
+        say(f"Cross Validation Accuracy = {100 * accuracy:g}% "
+            f"({int(round(accuracy * n))}/{n})")
+        return 0
+    _fit_quietly(est, X, y, prog)
+    sol = est.solution_
+    say(f"{prog}: {args.train}: {X.shape[0]} samples, {X.shape[1]} "
+        f"{'kernel columns' if precomputed else 'features'}, {len(est.classes_)} classes")
+    say(f"model {args.model}, kernel {args.kernel} (gamma={est.gamma_:.6g}), C={args.C:g}, "
+        f"{'bias' if args.bias else 'no bias'}; solver {sol['solver']}: status "
+        f"{sol['status']}, {sol['n_iter']} iterations, {sol['time']:.3f} s")
+    say(f"nSV = {len(est.support_)}, dual objective = {sol['dual_objective']:.10g}"
+        + ("" if sol.get("primal_objective") is None else
+           f", primal objective = {sol['primal_objective']:.10g}, relative gap = "
+           f"{sol['relative_gap']:.2e}, KKT residual = {sol['kkt_residual']:.2e}"))
+    _save(est, model_path, zero_based, args.train)
+    say(f"model written to {model_path}")
+    return 0
+
+
+def _format_label(value) -> str:
+    """A label as svm-predict writes it: integers plainly, floats with %.17g."""
+    if isinstance(value, (bool, np.bool_, str, np.str_)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return format(float(value), ".17g")
+
+
+def _predict(args, prog: str) -> int:
+    from msvm.io import load
+
+    model, info = load(args.model_file, return_metadata=True)
+    precomputed = model.kernel == "precomputed"
+    zero_based = info["metadata"].get("libsvm", {}).get("zero_based", False)
+    to_stdout = args.output in (None, "-")
+    if not to_stdout:
+        _check_writable(args.output, "OUTPUT")
+    X, y, _ = _read_libsvm(args.test, precomputed=precomputed, zero_based=zero_based,
+                           n_features=model.shape_fit_[0] if precomputed
+                           else model.n_features_in_)
+    if args.decision_values:
+        scores = model._scores(X)   # all Q scores (decision_function has SVC's binary form)
+        pred = model.classes_[np.argmax(scores, axis=1)]
+    else:
+        pred = model.predict(X)
+    out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        if args.decision_values:
+            out.write("labels " + " ".join(_format_label(c) for c in model.classes_) + "\n")
+            for label, row in zip(pred, scores, strict=True):
+                out.write(_format_label(label) + " " + " ".join(format(v, ".17g") for v in row)
+                          + "\n")
+        else:
+            out.writelines(_format_label(label) + "\n" for label in pred)
+        out.flush()
+    finally:
+        if not to_stdout:
+            out.close()
+    if args.quiet:
+        return 0
+    report = sys.stderr if to_stdout else sys.stdout
+    known = np.isin(y, model.classes_)
+    if not known.any():
+        print(f"{prog}: no label of {args.test} is a class of the model "
+              f"({', '.join(_format_label(c) for c in model.classes_)}): no accuracy",
+              file=report)
+        return 0
+    correct = int(np.sum(pred == y))
+    print(f"Accuracy = {100 * correct / len(y):g}% ({correct}/{len(y)})", file=report)
+    if not known.all():
+        print(f"{prog}: {int(np.sum(~known))} test labels are not classes of the model (counted "
+              "as errors)", file=report)
+    return 0
+
+
+def _select(args, prog: str) -> int:
+    from sklearn.base import clone
+
+    from msvm._progress import ProgressBar
+    from msvm.model_selection import RadiusMarginSearch
+
+    precomputed = args.kernel == "precomputed"
+    model_path = args.model_file or _default_model_path(args.train)
+    _check_writable(model_path, "MODEL")
+    if args.criterion != "cv" and args.model != "msvm2":
+        raise ValueError(f"--criterion {args.criterion}: the radius-margin criteria hold for "
+                         f"--model msvm2 only, got --model {args.model} (use --criterion cv)")
+    X, y, zero_based = _read_libsvm(args.train, precomputed=precomputed)
+    grid = {"C": _log2_values(args.log2c)}
+    if args.kernel not in ("linear", "precomputed"):
+        grid["gamma"] = _log2_values(args.log2g)
+    from sklearn.model_selection import ParameterGrid
+
+    points = list(ParameterGrid(grid))
+    base = _estimator(args, verbose=0)
+    print(f"{prog}: {args.train}: {X.shape[0]} samples, {len(np.unique(y))} classes; "
+          f"{len(points)} grid points, criterion {args.criterion}"
+          + (f" ({args.cv}-fold accuracy)" if args.criterion == "cv" else ""))
+    print(f"{'C':>12} {'gamma':>12} {'score':>12}")
+    if args.criterion == "cv":
+        bar = ProgressBar(prog, len(points), "grid points", enabled=args.verbose)
+        scores = []
+        for params in points:
+            scores.append(_cv_accuracy(clone(base).set_params(**params), X, y, args.cv,
+                                       args.random_state))
+            print(f"{params['C']:>12.6g} {params.get('gamma', float('nan')):>12.6g} "
+                  f"{scores[-1]:>12.6f}", flush=True)
+            bar.update()
+        best_index = int(np.argmax(scores))
+        best = _fit_quietly(clone(base).set_params(**points[best_index]), X, y, prog)
+        what = f"{args.cv}-fold CV accuracy {scores[best_index]:.6f}"
+    else:
+        search = RadiusMarginSearch(base, grid, criterion=args.criterion,
+                                    verbose=int(args.verbose)).fit(X, y)
+        column = "bound" if args.criterion == "bound" else "n_candidates"
+        for params, value in zip(search.cv_results_["params"], search.cv_results_[column],
+                                 strict=True):
+            print(f"{params['C']:>12.6g} {params.get('gamma', float('nan')):>12.6g} "
+                  f"{value:>12.6g}")
+        best_index, best = search.best_index_, search.best_estimator_
+        what = f"{'radius-margin bound' if column == 'bound' else 'LOO error candidates'} " \
+               f"{search.best_score_:g}"
+    params = points[best_index] if args.criterion == "cv" else search.best_params_
+    print(f"best: {', '.join(f'{k}={v:g}' for k, v in sorted(params.items()))} ({what})")
+    _save(best, model_path, zero_based, args.train)
+    print(f"model written to {model_path}")
+    return 0
+
+
+def _validate(args, extra: list[str], prog: str) -> int:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "validation" / "__main__.py").is_file():
+        raise ValueError(f"the validation suite was not found in {str(root)!r}: it is the "
+                         "validation/ folder of a source checkout, next to msvm/ (install msvm "
+                         "from the checkout with 'pip install -e .')")
+    command = [sys.executable, "-m", "validation", *(["--quick"] if args.quick else []), *extra]
+    return subprocess.run(command, cwd=root, check=False).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in ("demo", "fit", "-h", "--help", "--version")
+    if not argv or (argv[0] not in (*COMMANDS, "-h", "--help", "--version")
                     and argv[0].startswith("-")):
         argv = ["demo", *argv]  # the default command
+    # grid.py writes '--log2c -5,15,2': a value starting with '-', which argparse reads as
+    # an option unless it is attached ('--log2c=-5,15,2').
+    for flag in ("--log2c", "--log2g"):
+        while flag in argv[:-1]:
+            i = argv.index(flag)
+            argv[i:i + 2] = [f"{flag}={argv[i + 1]}"]
     parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command != "validate":   # validate passes the rest to the suite
+            parser.parse_args(argv)   # the usual one-line error for unknown arguments
     except SystemExit as exc:  # --help, --version or a usage error (already printed)
         return int(exc.code or 0)
     prog = f"msvm {args.command}"
     try:
-        _check_writable(args.json)
-        return _demo(args, prog) if args.command == "demo" else _fit(args, prog)
+        _check_writable(getattr(args, "json", None))
+        if args.command == "validate":
+            return _validate(args, extra, prog)
+        return {"demo": _demo, "fit": _fit, "train": _train, "predict": _predict,
+                "select": _select}[args.command](args, prog)
     except BrokenPipeError:
         # The reader went away (e.g. `msvm fit ... | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -19,8 +19,9 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, InconsistentVersionWarning
 from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -38,7 +39,7 @@ from msvm.problem import DualProblem
 from msvm.solvers import ESTIMATOR_OPTIONS, SOLVERS, TOL_FLOOR, get_solver, resolve_solver
 from msvm.solvers.online import STRATEGIES, OnlineStream
 
-__all__ = ["MultiClassSVC", "FitSetup"]
+__all__ = ["MultiClassSVC", "FitSetup", "MsvmVersionWarning"]
 
 #: Options that define the algorithm (not only its speed): a solver that would
 #: ignore them is an error, not a warning.
@@ -85,6 +86,32 @@ class FitSetup:
     solver: str
     gamma: float
     started: float = field(default_factory=time.perf_counter)
+
+
+class MsvmVersionWarning(InconsistentVersionWarning):
+    """A pickled :class:`MultiClassSVC` is loaded by another msvm version than saved it.
+
+    A subclass of scikit-learn's :class:`~sklearn.exceptions.InconsistentVersionWarning`,
+    so that a filter for that warning also covers this one; the message names
+    the msvm versions.
+    """
+
+    def __init__(self, *, estimator_name, current_version, original_version):
+        super().__init__(estimator_name=estimator_name, current_sklearn_version=current_version,
+                         original_sklearn_version=original_version)
+
+    def __str__(self):
+        return (f"Unpickling a {self.estimator_name} pickled by msvm "
+                f"{self.original_sklearn_version} with msvm {self.current_sklearn_version}: "
+                "its attributes may not mean the same here, and predictions may differ. Refit "
+                "it, or keep models in msvm model files (msvm.save / msvm.load), which this "
+                "version checks as it reads them.")
+
+
+def _msvm_version() -> str:
+    from msvm import __version__
+
+    return __version__
 
 
 class _streaming_only:
@@ -209,8 +236,12 @@ default='rbf'
         the solver projects it onto the new constraints: the box, the slack
         groups and, with a bias, the equality constraints).
     verbose : bool or int, default=False
-        Print one progress line per stage of :meth:`fit`; ``verbose >= 2``
-        also shows the solver's own log.
+        Print one line per stage of :meth:`fit` (on stdout) and the
+        iterative solvers' live progress (on stderr, at most once a second:
+        elapsed time, iterations, largest KKT violation against ``tol``,
+        dual objective, cache hit rate and an estimate of the time left; see
+        :mod:`msvm._progress`); ``verbose >= 2`` also shows the reference
+        solvers' backend logs.
     certify : bool, default=True
         Recompute the training scores from β in float64 (one pass of kernel
         blocks over the support vectors) before the certificate of
@@ -263,11 +294,14 @@ default='rbf'
         from SVC's (n_classes − 1, n_SV) one-vs-one layout.
     intercept_ : ndarray of shape (n_classes,)
         The bias b from the KKT conditions when ``fit_intercept``, else zeros.
-    coef_ : ndarray of shape (n_classes, n_features)
-        Only after a fit with ``solver='linear'`` (``kernel='linear'``): the
-        primal weights W the solver keeps, h(x) = ``coef_ @ x + intercept_``
-        (equal to ``dual_coef_.T @ support_vectors_``); prediction then uses
-        it directly.
+    coef_ : ndarray or CSR matrix of shape (n_classes, n_features)
+        Only with ``kernel='linear'`` (any solver, and after
+        :meth:`partial_fit` or :func:`msvm.load`): the primal weights
+        ``dual_coef_.T @ support_vectors_``, so that h(x) = ``coef_ @ x +
+        intercept_``; :meth:`decision_function` then uses it directly
+        instead of the kernel.  A CSR matrix when the support vectors are
+        sparse, as :class:`sklearn.svm.SVC` does (and, unlike SVC's, one row
+        per class also for two classes).
     gamma_ : float
         The kernel γ actually used (0.0 for a precomputed kernel).
     n_iter_ : int
@@ -305,6 +339,19 @@ default='rbf'
     smaller ``tol``), and :meth:`set_solution` certifies a solution of that
     problem and stores it as the fitted model.  Subclasses may override
     them; their signatures and results are kept stable.
+
+    Pickling (and :mod:`joblib`) keeps the parameters, the fitted attributes
+    and the msvm version that pickled them; unpickling under another version
+    warns with :class:`MsvmVersionWarning`.  Of the private solver state, a
+    pickle keeps what :meth:`partial_fit` needs to continue the model: the
+    online solver's stream (support patterns, their gradients and the
+    scheduler's rates; its kernel cache starts empty) after an online fit or
+    a ``partial_fit``, and the support vectors' labels and dual variables
+    after a fit by another solver.  It drops the previous dual solution kept
+    for ``warm_start``: that only speeds up the next fit, which after
+    unpickling starts from zero.  For a file that can be read without
+    running code (no pickle) and checked as it is read, use :func:`msvm.save`
+    and :func:`msvm.load`.
 
     Examples
     --------
@@ -396,6 +443,21 @@ default='rbf'
         if self.verbose:
             print(f"[MultiClassSVC] {message}", flush=True)
 
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state.pop("_warm_alpha", None)   # only speeds up a next warm-started fit
+        state["_msvm_version"] = _msvm_version()
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        saved, current = state.pop("_msvm_version", "unknown"), _msvm_version()
+        if saved != current:
+            warnings.warn(MsvmVersionWarning(estimator_name=type(self).__name__,
+                                             current_version=current, original_version=saved),
+                          stacklevel=2)
+        super().__setstate__(state)
+
     def _check_params(self) -> None:
         """Validate the hyper-parameters the scikit-learn way (``_parameter_constraints``)."""
         self._validate_params()
@@ -462,7 +524,9 @@ default='rbf'
         options = {k: v for k, v in options.items() if k in module.OPTIONS}
         if self.max_iter == -1 and module.STOPPING_RULE is None:
             options.pop("max_iter")  # the reference backends keep their own finite caps
-        options["verbose"] = int(self.verbose) >= 2
+        # The iterative solvers' progress line from verbose=1; the reference backends'
+        # own (long) logs from verbose=2.
+        options["verbose"] = int(self.verbose) >= (1 if module.STOPPING_RULE else 2)
         if name == "online" and not self._precomputed and not callable(self.kernel):
             options["keep_state"] = True  # so that partial_fit can continue the fit
         return options
@@ -495,6 +559,7 @@ default='rbf'
         self._warm_alpha = solution.alpha if self.warm_start else None
         self._stream = None
         self._fit_seed = None
+        self._no_continue = None
         exported = solution.info.pop("online_state", None)
         if exported is not None:
             # An online fit can be continued by partial_fit.
@@ -664,7 +729,6 @@ default='rbf'
             self.support_vectors_ = X[support]
         self.n_support_ = np.bincount(y_codes[support], minlength=n_classes).astype(np.int32)
         self.dual_coef_ = np.ascontiguousarray(beta[support])
-        self._set_coef(solution)
         if self.fit_intercept and diagnostics.b is not None:
             self.intercept_ = np.asarray(diagnostics.b, dtype=np.float64).copy()
         else:
@@ -672,6 +736,7 @@ default='rbf'
         self.gamma_ = float(gamma_)
         self.n_iter_ = int(solution.n_iter)
         self.shape_fit_ = X.shape
+        self._set_coef()
         self.solution_ = {
             "status": status,
             "solver": solution.solver,
@@ -693,13 +758,24 @@ default='rbf'
             )
         return self
 
-    def _set_coef(self, solution) -> None:
-        """``coef_`` (Q × d) for solver='linear', straight from its W; else no ``coef_``."""
-        coef = solution.info.get("coef")
-        if coef is not None:
-            self.coef_ = np.asarray(coef, dtype=np.float64)
-        elif hasattr(self, "coef_"):
-            del self.coef_
+    def _set_coef(self) -> None:
+        """``coef_`` = βᵀ X_SV (Q × d) for a linear kernel, else no ``coef_``.
+
+        The one place ``coef_`` is made, from the fitted ``dual_coef_`` and
+        ``support_vectors_``, whichever solver ran (``solver='linear'``'s own
+        W equals it up to round-off), after :meth:`partial_fit` and in
+        :func:`msvm.load`: a loaded model predicts exactly as the saved one.
+        """
+        if not (isinstance(self.kernel, str) and self.kernel == "linear"):
+            if hasattr(self, "coef_"):
+                del self.coef_
+            return
+        sv = self.support_vectors_
+        if sp.issparse(sv):
+            # Sparse support vectors give a sparse coef_, as in sklearn.svm.SVC.
+            self.coef_ = sp.csr_matrix(np.asarray(sv.T @ self.dual_coef_).T)
+        else:
+            self.coef_ = self.dual_coef_.T @ sv
 
     # -------------------------------------------------------- partial_fit
     @_streaming_only
@@ -748,6 +824,10 @@ default='rbf'
                 "kernels need the whole training set (use fit)."
             )
         stream = getattr(self, "_stream", None)
+        reason = getattr(self, "_no_continue", None)
+        if stream is None and reason is not None:
+            raise ValueError(f"partial_fit cannot continue this model: {reason}. Fit it "
+                             "again (fit or partial_fit on a fresh estimator).")
         if stream is None and getattr(self, "_fit_seed", None) is not None:
             # Continue a fit by another solver from its support vectors and their α.
             labels, alpha_sv, n_train = self._fit_seed
@@ -796,7 +876,7 @@ default='rbf'
             self.gamma_ = float(gamma_)
             self._stream = stream
         status = stream.feed(X, y_codes, max_iter=None if self.max_iter in (None, -1)
-                             else int(self.max_iter), verbose=int(self.verbose) >= 2)
+                             else int(self.max_iter), verbose=bool(self.verbose))
         self._log(f"partial_fit: chunk of {X.shape[0]}, {stream.state.n_sp} support patterns, "
                   f"{stream.state.n_steps} steps so far, status={status}")
         self._set_fitted_stream(status)
@@ -815,8 +895,7 @@ default='rbf'
         self.support_vectors_ = feats[keep]
         self.n_support_ = np.bincount(labels[keep], minlength=n_classes).astype(np.int32)
         self.dual_coef_ = np.ascontiguousarray(beta[keep])
-        if hasattr(self, "coef_"):
-            del self.coef_      # a previous fit's W (solver='linear') is not this model's
+        self._set_coef()
         self.intercept_ = np.zeros(n_classes)
         self.n_iter_ = int(stream.state.n_steps)
         self.shape_fit_ = (int(stream.n_seen), int(self.n_features_in_))
@@ -870,7 +949,7 @@ default='rbf'
         if self._precomputed:
             return scores + np.asarray(X[:, self.support_] @ self.dual_coef_)
         if getattr(self, "coef_", None) is not None:
-            return scores + np.asarray(X @ self.coef_.T)
+            return scores + safe_sparse_dot(X, self.coef_.T, dense_output=True)
         if callable(self.kernel):
             return scores + callable_block(self.kernel, X, self.support_vectors_) @ self.dual_coef_
         kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,

@@ -58,6 +58,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
+from msvm._progress import ProgressBar
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
 from msvm.estimator import FitSetup, MultiClassSVC
@@ -191,7 +192,7 @@ def _retrain(estimator, spec, y, alpha, X, K, points):
     return out, converged
 
 
-def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
+def loo_error(estimator, X, y, n_jobs=None, verbose=0) -> LeaveOneOut:
     """Exact leave-one-out error of a :class:`~msvm.MultiClassSVC` configuration.
 
     Parameters
@@ -209,6 +210,9 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
         ``with joblib.parallel_backend("dask"):`` runs them on a Dask
         cluster.  The result does not depend on it (module docstring,
         "Parallel runs").
+    verbose : int, default=0
+        Show a progress bar over the retrained points on stderr
+        (:class:`msvm._progress.ProgressBar`).
 
     Returns
     -------
@@ -260,10 +264,13 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
     if len(support):
         kernel = problem.kernel
         K = kernel.gram() if (kernel.is_precomputed or m <= GRAM_MAX_SAMPLES) else None
-        # A few chunks per task slot balance the load; each point's retraining is the
-        # same whatever chunk it falls in.
+        # A few chunks per task slot balance the load (more when a bar shows progress);
+        # each point's retraining is the same whatever chunk it falls in.
         n_tasks = effective_n_jobs(n_jobs)
-        chunks = np.array_split(support, 1 if n_tasks == 1 else min(len(support), 4 * n_tasks))
+        n_chunks = 1 if n_tasks == 1 else min(len(support), 4 * n_tasks)
+        if verbose:
+            n_chunks = max(n_chunks, min(len(support), 100))
+        chunks = np.array_split(support, n_chunks)
         worker = _task_estimator(est, n_jobs)
         # Each task gets the small parts of the problem in ``spec`` and the arrays apart,
         # which joblib's dask backend sends to the cluster once per call, not once per task.
@@ -271,10 +278,15 @@ def loo_error(estimator, X, y, n_jobs=None) -> LeaveOneOut:
                 problem.fit_intercept, kernel.name,
                 dict(gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0))
         X_points = kernel.X if K is None else None
+        bar = ProgressBar("loo_error", len(support), "left-out points", enabled=bool(verbose))
+        parts = []
         # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
-        parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk)
-            for chunk in chunks)
+        for part in Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
+                delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk)
+                for chunk in chunks):
+            parts.append(part)
+            bar.update(len(part[0]))
+        bar.close()
         scores[support] = np.concatenate([part[0] for part in parts])
         failed = int(np.count_nonzero(~np.concatenate([part[1] for part in parts])))
         if failed:
@@ -296,7 +308,7 @@ def _rank_key(record: dict, criterion: str) -> tuple:
     return (not record["converged"], record["bound"])
 
 
-def _search_path(estimator, X, y, path, criterion, ball_tol, verbose):
+def _search_path(estimator, X, y, path, criterion, ball_tol):
     """One task of :class:`RadiusMarginSearch`: the grid points of one path along C.
 
     ``path`` lists the parameters of each point, by increasing C; each fit
@@ -330,10 +342,6 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, verbose):
             fit_time=fit_time, bound_time=bound_time, time=fit_time + bound_time,
             status=solution.status, converged=solution.status == "optimal")
         records.append(record)
-        if verbose:
-            print(f"[RadiusMarginSearch] {params}: bound {bound.bound:.4g} "
-                  f"({bound.error_rate:.2%}), R2 {bound.radius2:.4g}, 1'a "
-                  f"{bound.sum_alpha:.4g}, {fit_time + bound_time:.2f} s", flush=True)
         if record["converged"] and (best is None or _rank_key(record, criterion) < _rank_key(
                 records[best[0]], criterion)):
             best = (len(records) - 1, solution)
@@ -385,7 +393,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         cluster.  The results do not depend on it (module docstring,
         "Parallel runs").
     verbose : int, default=0
-        Print one line per grid point (from the process that solves it).
+        Show a progress bar over the grid points on stderr, with the last
+        point's bound (:class:`msvm._progress.ProgressBar`).
 
     Attributes
     ----------
@@ -470,10 +479,18 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         paths = [sorted(path, key=lambda i: grid[i].get("C", estimator.C))
                  for path in paths.values()]
         worker = _task_estimator(estimator, self.n_jobs)
-        done = Parallel(n_jobs=self.n_jobs)(
-            delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
-                                  self.ball_tol, self.verbose)
-            for path in paths)
+        bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
+                          enabled=bool(self.verbose))
+        done = []
+        for path, result in zip(paths, Parallel(n_jobs=self.n_jobs, return_as="generator")(
+                delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
+                                      self.ball_tol)
+                for path in paths), strict=True):
+            done.append(result)
+            last = result[0][-1]
+            bar.update(len(path), note=f"{grid[path[-1]]}: bound {last['bound']:.4g} "
+                                       f"({last['bound_rate']:.2%}), R2 {last['radius2']:.4g}")
+        bar.close()
         records = [None] * len(grid)
         best = None  # (grid index, solution): the first best in path order, as a loop finds it
         for path, (path_records, path_best) in zip(paths, done, strict=True):

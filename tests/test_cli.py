@@ -212,3 +212,292 @@ def test_real_shared_dataset_if_present():
     assert X_train.shape == (178, 13)
     assert sorted(set(y_train)) == [1, 2, 3]
     assert X_test is None and y_test is None
+
+
+# ------------------------------------------------------------ train / predict / select
+def _labels(path) -> list[str]:
+    return path.read_text().split()
+
+
+def _as_read(files):
+    """(X_train, y_train, X_test, y_test) as the CLI reads them (CSR): the Python API on the
+    same data must give the same model."""
+    X, y = load_libsvm(files["train"])
+    Xt, yt = load_libsvm(files["test"], n_features=X.shape[1])
+    return X, y, Xt, yt
+
+
+@pytest.mark.parametrize("argv,params", [
+    (["-c", "2", "-g", "0.1"], dict(C=2.0, gamma=0.1)),
+    (["--model", "cs", "-t", "1", "-d", "2", "-r", "1", "-g", "0.05"],
+     dict(model="cs", kernel="poly", degree=2, coef0=1.0, gamma=0.05)),
+    (["--model", "llw", "-t", "0", "--bias", "-e", "1e-6"],
+     dict(model="llw", kernel="linear", fit_intercept=True, tol=1e-6)),
+    (["--solver", "online", "--epochs", "none", "--seed", "3", "-m", "50"],
+     dict(solver="online", epochs=None, random_state=3, cache_size=50.0)),
+])
+def test_train_then_predict_matches_the_python_api(libsvm_files, tmp_path, capsys, argv,
+                                                   params):
+    model_path, out = tmp_path / "m.model", tmp_path / "pred.txt"
+    assert main(["train", *argv, libsvm_files["train"], str(model_path)]) == 0
+    assert f"model written to {model_path}" in capsys.readouterr().out
+    assert main(["predict", libsvm_files["test"], str(model_path), str(out)]) == 0
+    printed = capsys.readouterr().out
+    X, y, Xt, yt = _as_read(libsvm_files)
+    est = MultiClassSVC(**params).fit(X, y)
+    expected = est.predict(Xt)
+    assert _labels(out) == [str(v) for v in expected]
+    correct = int(np.sum(expected == yt))
+    assert f"Accuracy = {100 * correct / 30:g}% ({correct}/30)" in printed
+    # The file holds the model the options describe, the same as the Python API's.
+    import msvm
+
+    loaded = msvm.load(model_path)
+    assert {k: loaded.get_params()[k] for k in params} == params
+    np.testing.assert_array_equal(loaded.decision_function(Xt), est.decision_function(Xt))
+
+
+def test_predict_to_stdout_and_decision_values(libsvm_files, tmp_path, capsys):
+    model_path = tmp_path / "m.model"
+    assert main(["train", "-q", libsvm_files["train"], str(model_path)]) == 0
+    assert capsys.readouterr().out == ""   # -q
+    assert main(["predict", libsvm_files["test"], str(model_path)]) == 0
+    captured = capsys.readouterr()
+    X, y, Xt, yt = _as_read(libsvm_files)
+    est = MultiClassSVC().fit(X, y)
+    assert captured.out.split() == [str(v) for v in est.predict(Xt)]
+    assert captured.err.startswith("Accuracy = ")   # labels on stdout: accuracy on stderr
+    assert main(["predict", "--decision-values", "-q", libsvm_files["test"], str(model_path),
+                 "-"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "labels 1 2 3"
+    rows = [line.split() for line in lines[1:]]
+    np.testing.assert_array_equal([int(r[0]) for r in rows], est.predict(Xt))
+    # %.17g round-trips float64 exactly.
+    np.testing.assert_array_equal(np.array([r[1:] for r in rows], dtype=float),
+                                  est.decision_function(Xt))
+
+
+def test_default_model_name_and_cross_validation(libsvm_files, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", libsvm_files["train"]]) == 0
+    assert (tmp_path / "blobs.svm.model").is_file()   # libsvm's default: TRAIN's name + .model
+    capsys.readouterr()
+    assert main(["train", "-v", "3", "--seed", "1", "-c", "2", libsvm_files["train"],
+                 "cv.model"]) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "cv.model").exists()   # -v reports, it writes no model
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    X, y = libsvm_files["X"][:60], libsvm_files["y"][:60]
+    expected = cross_val_score(MultiClassSVC(C=2.0, random_state=1), X, y,
+                               cv=StratifiedKFold(3, shuffle=True, random_state=1)).mean()
+    assert f"Cross Validation Accuracy = {100 * expected:g}% ({round(expected * 60)}/60)" in out
+
+
+def test_zero_based_training_file_is_read_the_same_way_at_predict(tmp_path, capsys):
+    # scikit-learn's dump_svmlight_file writes indices from 0; the model file records it.
+    X, y = make_blobs(n_samples=80, centers=3, n_features=3, random_state=2)
+    X[:, 1] = 0.0   # a test file without index 0 would look 1-based on its own
+    dump_svmlight_file(X[:50], y[:50], str(tmp_path / "tr"), zero_based=True)
+    dump_svmlight_file(X[50:], y[50:], str(tmp_path / "te"), zero_based=True)
+    assert main(["train", "-q", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    assert main(["predict", "-q", str(tmp_path / "te"), str(tmp_path / "m"),
+                 str(tmp_path / "p")]) == 0
+    expected = MultiClassSVC().fit(X[:50], y[:50]).predict(X[50:])
+    assert _labels(tmp_path / "p") == [str(v) for v in expected]
+
+
+def test_precomputed_kernel_files(libsvm_files, tmp_path, capsys):
+    X, y = libsvm_files["X"], libsvm_files["y"]
+    K, Kt = X[:60] @ X[:60].T, X[60:] @ X[:60].T
+
+    def write(path, rows, labels, ids):
+        with open(path, "w") as fh:
+            for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
+                fh.write(f"{label} 0:{ids(i)} " + " ".join(f"{j + 1}:{float(v)!r}"
+                                                            for j, v in enumerate(row)) + "\n")
+
+    write(tmp_path / "tr", K, y[:60], lambda i: i + 1)
+    write(tmp_path / "te", Kt, y[60:], lambda i: 1)   # libsvm: any id in a test file
+    assert main(["train", "-q", "-t", "4", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    assert main(["predict", "-q", str(tmp_path / "te"), str(tmp_path / "m"),
+                 str(tmp_path / "p")]) == 0
+    expected = MultiClassSVC(kernel="linear").fit(X[:60], y[:60]).predict(X[60:])
+    assert _labels(tmp_path / "p") == [str(v) for v in expected]
+    write(tmp_path / "bad", K, y[:60], lambda i: 7)
+    assert main(["train", "-t", "4", str(tmp_path / "bad"), str(tmp_path / "m2")]) == 2
+    assert "0:i not the row numbers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["train", "-t", "5", "TRAIN"], "argument -t: must be a libsvm kernel code 0-4"),
+    (["train", "-v", "1", "TRAIN"], "cross-validation needs at least 2 folds"),
+    (["train", "TRAIN", "/nonexistent/dir/m.model"], "MODEL '/nonexistent/dir/m.model': folder"),
+    (["predict", "TRAIN", "TRAIN"], "is not a msvm model file (not a .npz archive"),
+    (["predict", "TRAIN", "/nonexistent.model"], "Model file '/nonexistent.model' does not exist"),
+    (["select", "--criterion", "bound", "TRAIN"], "hold for --model msvm2 only"),
+    (["select", "--log2c", "1,5,-1", "TRAIN"], "STEP must go from BEGIN towards END"),
+    (["train", "--nonsense", "TRAIN"], "unrecognized arguments: --nonsense"),
+])
+def test_bad_train_predict_select_exit_2(libsvm_files, capsys, argv, message):
+    argv = [libsvm_files["train"] if a == "TRAIN" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_select_by_cv_and_by_the_radius_margin_count(libsvm_files, tmp_path, capsys):
+    import msvm
+    from msvm import RadiusMarginSearch
+
+    X, y = libsvm_files["X"][:60], libsvm_files["y"][:60]
+    assert main(["select", "--log2c", "-1,1,2", "--log2g", "-3,-1,2", "-v", "3", "--seed", "0",
+                 libsvm_files["train"], str(tmp_path / "cv.model")]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^ +([0-9.]+) +([0-9.]+) +([0-9.]+)$", out, flags=re.M)
+    assert [(float(c), float(g)) for c, g, _ in rows] == [(0.5, 0.125), (0.5, 0.5), (2, 0.125),
+                                                          (2, 0.5)]
+    best = max(range(4), key=lambda i: float(rows[i][2]))   # first of the best, as argmax
+    model = msvm.load(tmp_path / "cv.model")
+    assert (model.C, model.gamma) == (float(rows[best][0]), float(rows[best][1]))
+    assert main(["select", "--model", "msvm2", "--criterion", "candidates", "--log2c=-1,1,2",
+                 "--log2g=-3,-1,2", libsvm_files["train"], str(tmp_path / "rm.model")]) == 0
+    capsys.readouterr()
+    search = RadiusMarginSearch(MultiClassSVC(model="msvm2"),
+                                {"C": [0.5, 2.0], "gamma": [0.125, 0.5]}).fit(X, y)
+    model = msvm.load(tmp_path / "rm.model")
+    assert {"C": model.C, "gamma": model.gamma} == search.best_params_
+    np.testing.assert_array_equal(model.predict(X), search.predict(X))
+
+
+def test_validate_passes_options_to_the_suite(capfd):
+    assert main(["validate", "--quick", "--list"]) == 0
+    rows = capfd.readouterr().out.split()
+    from validation.__main__ import QUICK  # noqa: F401 - the suite is importable here
+    assert rows and all("/" in row for row in rows)
+
+
+def test_validate_without_the_suite(monkeypatch, tmp_path, capsys):
+    import msvm.cli
+
+    monkeypatch.setattr(msvm.cli, "__file__", str(tmp_path / "msvm" / "cli.py"))
+    assert main(["validate", "--quick"]) == 2
+    assert "validation suite was not found" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ other processes
+def _run(args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "msvm", *map(str, args)], capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+def test_model_file_loads_in_a_fresh_process(libsvm_files, tmp_path):
+    model_path = tmp_path / "m.model"
+    assert main(["train", "-q", "--model", "cs", libsvm_files["train"], str(model_path)]) == 0
+    code = ("import sys, numpy as np, msvm; m = msvm.load(sys.argv[1]); "
+            "np.savetxt(sys.stdout, m.decision_function(np.loadtxt(sys.argv[2])), '%.17g')")
+    np.savetxt(tmp_path / "X.txt", libsvm_files["X"][60:], "%.17g")
+    done = subprocess.run([sys.executable, "-c", code, str(model_path), str(tmp_path / "X.txt")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    X, y, Xt, _ = _as_read(libsvm_files)
+    expected = MultiClassSVC(model="cs").fit(X, y).decision_function(libsvm_files["X"][60:])
+    np.testing.assert_array_equal(np.loadtxt(done.stdout.splitlines()), expected)
+
+
+@pytest.fixture(scope="module")
+def long_fit_file(tmp_path_factory):
+    """A fit of a few seconds: overlapping classes, small tol, the online solver to tol."""
+    X, y = make_blobs(n_samples=1500, centers=6, n_features=8, cluster_std=4.0, random_state=0)
+    path = tmp_path_factory.mktemp("long") / "long.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    return path, ["--model", "cs", "-c", "100", "-e", "1e-6", "--solver", "online",
+                  "--epochs", "none"]
+
+
+def test_verbose_train_shows_progress_lines(long_fit_file, tmp_path):
+    path, options = long_fit_file
+    done = _run(["train", "--verbose", *options, path, tmp_path / "m"])
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("online  ")]
+    # Not a terminal: plain lines, at most one a second, the last one final.
+    assert len(lines) >= 2, done.stderr
+    assert "\r" not in done.stderr
+    assert all(re.search(r"steps \d+  KKT \S+ / tol 1\.0e-06  \[[#-]{20}\] +\d+%", line)
+               for line in lines)
+    assert lines[-1].endswith("done") and "100%" in lines[-1]
+    assert "ETA" in lines[0]
+    assert "[MultiClassSVC] solve: online status=optimal" in done.stdout
+
+
+def test_verbose_on_a_terminal_is_one_updating_line(long_fit_file, tmp_path):
+    import os
+    import pty
+
+    path, options = long_fit_file
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "msvm", "train", "--verbose", "-q",
+                             *options, str(path), str(tmp_path / "m")],
+                            stdout=subprocess.DEVNULL, stderr=secondary)
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 4096)
+        except OSError:   # the process closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=600) == 0
+    os.close(primary)
+    text = b"".join(chunks).decode()
+    updates = [part for part in text.replace("\r\n", "\n").split("\r") if part.strip()]
+    # Several reports, each rewriting the same line (carriage returns, no newline between).
+    assert len(updates) >= 2, text
+    assert text.replace("\r\n", "\n").count("\n") == 1 and text.rstrip().endswith("done")
+    assert all(u.lstrip("\n").startswith("online  ") for u in updates)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,model,C,gamma", [("usps", "ww", 10.0, 0.0331574),
+                                                 ("letter", "cs", 2.5, 0.0512821)])
+def test_train_predict_round_trip_on_shared_sets(tmp_path, capsys, name, model, C, gamma):
+    """msvm train / predict on 2000 + 1000 points of usps and letter = the Python API.
+
+    A fit longer than one time slice of S2DO is reproducible only to ``tol`` (its lazy
+    pauses are timed), so the CLI's model is compared with the API's by what both
+    certify, and the predictions written with the model file's, exactly.
+    """
+    import msvm
+
+    try:
+        X, y, Xt, yt = shared_dataset(name)
+    except FileNotFoundError:
+        pytest.skip(f"no ../shared/datasets/{name} next to this checkout")
+    X, y, Xt, yt = X[:2000], y[:2000], Xt[:1000], yt[:1000]
+    dump_svmlight_file(X, y, str(tmp_path / "tr"), zero_based=False)
+    dump_svmlight_file(Xt, yt, str(tmp_path / "te"), zero_based=False)
+    options = ["--model", model, "-c", str(C), "-g", str(gamma)]
+    assert main(["train", "-q", *options, str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "p")]) == 0
+    printed = capsys.readouterr().out
+    X_read, y_read, Xt_read, yt_read = _as_read({"train": tmp_path / "tr", "test": tmp_path / "te"})
+    cli = msvm.load(tmp_path / "m")
+    written = _labels(tmp_path / "p")
+    assert written == [str(v) for v in cli.predict(Xt_read)]
+    correct = int(np.sum(cli.predict(Xt_read) == yt_read))
+    assert f"Accuracy = {100 * correct / 1000:g}% ({correct}/1000)" in printed
+    api = MultiClassSVC(model=model, C=C, gamma=gamma).fit(X_read, y_read)
+    for est in (cli, api):
+        assert est.solution_["status"] == "optimal"
+    # Weak duality: both duals are below the optimum, which is below both primals.
+    gap = max(e.solution_["primal_objective"] - e.solution_["dual_objective"] for e in (cli, api))
+    assert abs(cli.solution_["dual_objective"] - api.solution_["dual_objective"]) <= gap
+    # Predictions differ only where the two models' scores are within their difference.
+    h_cli, h_api = cli.decision_function(Xt_read), api.decision_function(Xt_read)
+    top2 = np.sort(h_api, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * np.max(np.abs(h_cli - h_api))
+    np.testing.assert_array_equal(cli.predict(Xt_read)[clear], api.predict(Xt_read)[clear])
+    assert clear.mean() > 0.9   # the comparison is not vacuous

@@ -259,8 +259,9 @@ def test_max_iter_status():
 def test_verbose_progress(capsys):
     name, X, y, C = CASES[2]
     _online().solve(make_problem("cs", X, y, C=C), epochs=None, tol=TOL, verbose=True)
-    out = capsys.readouterr().out
-    assert "online: epoch" in out and "support patterns" in out
+    err = capsys.readouterr().err   # msvm._progress reports on stderr
+    assert err.startswith("online  ") and "epoch 1" in err and "support patterns" in err
+    assert err.rstrip().endswith("done")
 
 
 # -------------------------------------------------------------- estimator

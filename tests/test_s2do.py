@@ -115,8 +115,8 @@ def test_verbose_progress(capsys):
     name, X, y, C = CASES[2]
     problem = make_problem("cs", X, y, C=C)
     _s2do().solve(problem, tol=TOL, verbose=True)
-    out = capsys.readouterr().out
-    assert "s2do: iter" in out and "violation" in out
+    err = capsys.readouterr().err   # msvm._progress reports on stderr
+    assert err.startswith("s2do  ") and " iter " in err and " KKT " in err
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -82,13 +82,14 @@ def test_verbose_lines_and_trace(capsys):
     X, y = blobs(2, 4, 300, spread=2.5)
     problem = make_problem("llw", X, y, C=10.0)
     solution = s2do.solve(problem, tol=1e-5, verbose=True, trace=0.01)
-    lines = capsys.readouterr().out.strip().splitlines()
-    pattern = re.compile(r"s2do: iter +\d+ +violation \S+ +dual \S+ +active \d+/300 +"
-                         r"cache hits \S+%")
+    lines = capsys.readouterr().err.strip().splitlines()   # msvm._progress: stderr
+    pattern = re.compile(r"s2do  \S+ s  iter (\d+)  KKT \S+ / tol 1\.0e-05  \[[#-]{20}\] +\d+%  "
+                         r"dual \S+  cache \S+%  active \d+/300  (ETA .+|done)$")
     assert lines and all(pattern.match(line) for line in lines), lines
     # At most one line per second, plus the final one.
     assert len(lines) <= solution.time + 2
-    assert int(lines[-1].split()[2]) == solution.n_iter
+    assert int(pattern.match(lines[-1]).group(1)) == solution.n_iter
+    assert lines[-1].endswith("done") and "[####################] 100%" in lines[-1]
     t, dual, viol, iters = np.array(solution.info["trace"]).T
     assert len(t) >= 2 and np.all(np.diff(t) >= 0) and np.all(np.diff(iters) >= 0)
     # A descent method: the dual objective (maximisation form) never decreases.

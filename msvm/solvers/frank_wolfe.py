@@ -121,6 +121,7 @@ import numpy as np
 import scipy.linalg
 
 from msvm._core._frank_wolfe import line_search_step, linear_minimizer, local_pairwise
+from msvm._progress import SolverProgress
 from msvm.diagnostics import bias_from_kkt, repair_equality
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import STALL_SECONDS, StallWatch, check_tol, default_max_iter
@@ -805,7 +806,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Starting point, made feasible as :func:`msvm.solvers.s2do.solve`'s
         (with a bias also projected onto the equality constraints).
     verbose : bool
-        Print the dual objective and the gap bound at most once per second.
+        Show the live progress line of :class:`msvm._progress.SolverProgress`
+        (steps, gap bound against tol · |J|, dual objective, cache hit rate,
+        time left) on stderr, at most once per second.
     cache_size : float
         Gram-row cache budget in MB.
     fw_variant : {'pairwise', 'away', 'classic'}
@@ -855,7 +858,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     history = []
     status = "max_iter"
     n_steps = n_splits = n_lp = n_face = 0
-    last_print = -np.inf
+    live = SolverProgress("frank_wolfe", tol, enabled=verbose, unit="steps")
     with _blas_threads(blas_threads):
         solver = _Solver(problem, alpha, cache)
         full_rows = None
@@ -867,6 +870,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         def record_inner(block, gap):
             # With one working set of everything the inner gap is the global gap.
             trace(block.objective(), gap)
+
+        def show(final=False):
+            if live.due(final):
+                # The stopping rule: the gap bound against tol relative to |J|.
+                live.report(n_steps, bound, target=tol * abs(J), dual=-J, final=final,
+                                hits=cache.n_hits, misses=cache.n_misses,
+                                extra=f"split {n_splits}")
 
         stalls = idle = 0
         exact = False
@@ -946,12 +956,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                     n_B, idle = min(2 * n_B, m), 0
             if block.bias:
                 solver.lam = block.lam
-            now = time.perf_counter()
-            if verbose and now - last_print >= 1.0:
-                last_print = now
-                print(f"frank_wolfe: split {n_splits:>6d}  steps {n_steps:>8d}  "
-                      f"dual {-J:.10g}  gap bound {bound:.3e}  (tol {tol * abs(J):.3e})",
-                      flush=True)
+            show()
+        show(final=True)
         b_lp = fw_gap = None
         if solver.bias:
             repair_equality(problem, solver.alpha, solver.cap)

@@ -36,6 +36,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, check_tol, default_max_iter
 from msvm.solvers.s2do import _start
@@ -143,8 +144,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Starting point, made feasible as in :mod:`msvm.solvers.s2do` (W is
         built from it).
     verbose : bool
-        Print passes, violation, dual objective and working-set size about
-        once per second.
+        Show the live progress line of :class:`msvm._progress.SolverProgress`
+        (passes, violation, dual objective, working-set size, time left) on
+        stderr, at most once per second.
     shrinking : bool
         Remove examples whose variables sit at bounds with their gradients
         pointing outwards from the passes (they come back before the end).
@@ -220,7 +222,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if trace is not None:
         slice_ = min(slice_, float(trace))
         record()
-    last_print = last_trace = time.perf_counter()
+    last_trace = time.perf_counter()
+    progress = SolverProgress("linear", tol, enabled=verbose, unit="pass")
     n_start = state.n_iter
     while True:
         code = state.run(max(budget - (state.n_iter - n_start), 0), slice_)
@@ -228,15 +231,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if trace is not None and (code != 2 or now - last_trace >= trace):
             last_trace = now
             record()
-        if verbose and (now - last_print >= 1.0 or code != 2):
-            last_print = now
-            print(f"linear: pass {state.n_iter:>7d}  violation {state.last_pass_max:.3e}  "
-                  f"dual {dual():.10g}  active {state.n_work}/{m}", flush=True)
+        if progress.due(final=code != 2):
+            progress.report(state.n_iter, state.last_pass_max, dual=dual(), final=code != 2,
+                            extra=f"active {state.n_work}/{m}")
         if code != 2:
             break
         if stall.stalled():
             code = 3
             break
+    progress.close()
     if code in (1, 3):
         from sklearn.exceptions import ConvergenceWarning
 

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from msvm._progress import SolverProgress
 from msvm.kernels import KERNEL_CODES, Kernel
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
@@ -309,8 +310,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         The online solver always starts from α = 0 (accepted for the common
         solver signature).
     verbose : bool
-        Print progress (epoch, patterns fed, support patterns, steps, dual,
-        kernel evaluations) at most once per second.
+        Show the live progress line of :class:`msvm._progress.SolverProgress`
+        (steps, epoch and patterns fed, support patterns, dual, time left) on
+        stderr, at most once per second.
     cache_size : float
         Kernel-row cache budget in MB.  Rows are over the support patterns
         only, so the same budget holds more rows than a batch solver's.
@@ -382,7 +384,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     budget = [default_max_iter(m) if max_iter is None else int(max_iter)]
     epoch = 0
     phase = "pass"
-    last_print = [-np.inf]
+    progress = SolverProgress("online", tol, enabled=verbose, unit="steps")
 
     def model():
         g, _, _, beta = state.support()
@@ -390,7 +392,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         points = g[keep] if layout == _GRAM else kernel.X[g[keep]]
         return points, beta[keep]
 
-    def tick(force=False):
+    def tick(force=False, final=False):
         now = clock()
         if curve is not None and (force or curve.due(now)) and not (
                 force and curve.points and curve.points[-1]["n_iter"] == state.n_steps
@@ -399,11 +401,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                          model=model, epoch=epoch + (state.pos / max(m, 1) if phase == "pass"
                                                      else 0.0),
                          n_support_patterns=state.n_sp, phase=phase)
-        if verbose and (force or time.perf_counter() - last_print[0] >= 1.0):
-            last_print[0] = time.perf_counter()
-            print(f"online: epoch {epoch + 1} {phase} {state.pos}/{m}  support patterns "
-                  f"{state.n_sp}  steps {state.n_steps}  dual {-state.J:.10g}  kernel "
-                  f"evaluations {state.n_kernel_evaluations}", flush=True)
+        if progress.due(final):
+            # epochs=None runs to tol (progress by the violation); else the epochs are the work.
+            done = epoch + (state.pos / max(m, 1) if phase == "pass" else 0.0)
+            progress.report(state.n_steps, state.max_violation() if epochs is None else None,
+                            dual=-state.J, final=final,
+                            fraction=None if epochs is None else min(done / epochs, 1.0),
+                            extra=f"epoch {epoch + 1} {phase} {state.pos}/{m}  support "
+                                  f"patterns {state.n_sp}")
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     status = None
@@ -438,7 +443,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                     break
                 best_J = state.J
     if curve is not None or verbose:
-        tick(force=True)
+        tick(force=True, final=True)
     if status in ("max_iter", "stalled"):
         from sklearn.exceptions import ConvergenceWarning
 
@@ -622,17 +627,18 @@ class OnlineStream:
                              arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"],
                              np.ascontiguousarray(y, dtype=np.intp), gids, order)
         budget = [np.iinfo(np.int64).max if max_iter is None else int(max_iter)]
-        last = [-np.inf]
+        progress = SolverProgress("online", self.tol, enabled=verbose, unit="steps")
 
         def tick():
-            if verbose and time.perf_counter() - last[0] >= 1.0:
-                last[0] = time.perf_counter()
-                print(f"online: chunk {self.n_calls + 1} {self.state.pos}/{n}  support patterns "
-                      f"{self.state.n_sp}  steps {self.state.n_steps}  dual "
-                      f"{-self.state.J:.10g}", flush=True)
+            if progress.due():
+                progress.report(self.state.n_steps, None, dual=-self.state.J,
+                                fraction=self.state.pos / max(n, 1),
+                                extra=f"chunk {self.n_calls + 1} {self.state.pos}/{n}  "
+                                      f"support patterns {self.state.n_sp}")
 
         with _blas_threads(1):
             code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
+        progress.close()
         self.n_seen += n
         self.n_calls += 1
         self.time += time.perf_counter() - start

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import STALL_SECONDS, TIME_SLICE, StallWatch, check_tol, default_max_iter
 from msvm.solvers._curve import BuildUpCurve
@@ -215,8 +216,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         scaled back to C, and the scores F are rebuilt from it (one Gram row
         per example with a non-zero coefficient).
     verbose : bool
-        Print iteration, violation, dual objective, working-set size and
-        cache hit rate at most once per second.
+        Show the live progress line of :class:`msvm._progress.SolverProgress`
+        (iterations, violation, dual objective, working-set size, cache hit
+        rate, time left) on stderr, at most once per second.
     cache_size : float
         Gram-row cache budget in MB.
     shrinking : bool
@@ -336,7 +338,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                      max_violation=float(state.max_violation))
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
-    last_print = -np.inf
+    progress = SolverProgress("s2do", tol, enabled=verbose)
     stall = StallWatch(state.objective)
     state.tune_threads = bool(tune_threads)
     state.lazy = bool(lazy)
@@ -354,21 +356,16 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             code = state.run(max(remaining, 0), slice_)
         if trace is not None:
             record()
-        now = time.perf_counter()
-        if verbose and (now - last_print >= 1.0 or code != 2):
-            last_print = now
-            hits = cache.n_hits / max(cache.n_hits + cache.n_misses, 1)
-            print(
-                f"s2do: iter {state.n_iter:>9d}  violation {state.max_violation:.3e}  "
-                f"dual {-state.objective():.10g}  active {state.n_work}/{problem.n_samples}  "
-                f"cache hits {hits:.1%}",
-                flush=True,
-            )
+        if progress.due(final=code != 2):
+            progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+                            hits=cache.n_hits, misses=cache.n_misses, final=code != 2,
+                            extra=f"active {state.n_work}/{problem.n_samples}")
         if code != 2:
             break
         if stall.stalled():
             code = 3
             break
+    progress.close()
     if code in (1, 3):
         from sklearn.exceptions import ConvergenceWarning
 

@@ -1,0 +1,143 @@
+"""ONNX export: onnxruntime's outputs equal decision_function and predict.
+
+Skipped when onnx or onnxruntime is missing (``pip install 'msvm[onnx]'``; the test
+extra installs them).  The graph computes in float64, so the outputs agree with
+decision_function to round-off; the tolerance asserted is the issue's 1e-5 relative
+(to the largest score), and predictions must be identical.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+
+import msvm
+from msvm import MultiClassSVC
+from msvm.kernels import IndefiniteKernelWarning
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install 'msvm[onnx]')")
+ort = pytest.importorskip("onnxruntime",
+                          reason="onnxruntime is not installed (pip install 'msvm[onnx]')")
+
+RTOL = 1e-5
+KERNELS = {
+    "linear": {},
+    "poly": dict(degree=3, coef0=1.0, gamma=0.5),
+    "rbf": dict(gamma=0.5),
+    "laplace": dict(gamma=0.3),
+    "sigmoid": dict(gamma=0.05, coef0=-0.5),
+}
+
+
+def _run(onx, X):
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: np.asarray(X, dtype=np.float64)})
+
+
+def _check(model, onx, X, X_dense=None):
+    label, scores = _run(onx, X if X_dense is None else X_dense)
+    ref = model.decision_function(X)
+    assert scores.shape == ref.shape and scores.dtype == np.float64
+    np.testing.assert_allclose(scores, ref, rtol=0, atol=RTOL * np.max(np.abs(ref)))
+    np.testing.assert_array_equal(label, model.predict(X))
+
+
+def _fit(X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IndefiniteKernelWarning)   # the sigmoid kernel
+        return MultiClassSVC(**kw).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(n_samples=120, centers=4, n_features=6, cluster_std=3.0, random_state=0)
+    return X / 5, y
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("labels", ["int", "str", "binary_bool", "float"])
+def test_every_kernel_and_label_type(blobs, kernel, labels):
+    X, y = blobs
+    y = {"int": y, "str": np.array(["ant", "bee", "cat", "dog"])[y], "binary_bool": y == 1,
+         "float": 2.0 * y}[labels]
+    model = _fit(X, y, kernel=kernel, fit_intercept=kernel in ("rbf", "poly"), **KERNELS[kernel])
+    _check(model, msvm.to_onnx(model), X)
+
+
+@pytest.fixture(scope="module")
+def usps():
+    """700 points of usps's test file (quicker to read than the training file): 400 + 300."""
+    from msvm.datasets import DatasetNotFoundError, find_shared_datasets, load_libsvm
+
+    try:
+        path = find_shared_datasets() / "usps" / "usps.t.bz2"
+    except DatasetNotFoundError:
+        path = None
+    if path is None or not path.exists():
+        pytest.skip("no ../shared/datasets/usps next to this checkout")
+    X, y = load_libsvm(path, n_features=256)
+    X = X[:700].toarray()
+    return X[:400], y[:400], X[400:], y[400:700]
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_usps_subset(usps, kernel):
+    X, y, Xt, yt = usps
+    params = {**KERNELS[kernel], "gamma": {"linear": "scale", "poly": 0.01, "rbf": 0.03,
+                                           "laplace": 0.01, "sigmoid": 0.002}[kernel]}
+    model = _fit(X, y, kernel=kernel, model="cs", C=10.0, **params)
+    _check(model, msvm.to_onnx(model), Xt)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "laplace"])
+def test_sparse_training_set(kernel):
+    # CSR training data: the support vectors (and a linear coef_) are sparse; the graph
+    # stores them dense and takes dense input (X.toarray() at inference).
+    rng = np.random.default_rng(0)
+    X = sp.random(200, 40, density=0.15, random_state=1, format="csr")
+    y = np.asarray(X[:, :3].toarray().argmax(axis=1))
+    model = _fit(X, y, kernel=kernel, C=5.0, gamma=0.5, model="llw")
+    assert sp.issparse(model.support_vectors_)
+    X_test = sp.random(50, 40, density=0.15, random_state=rng.integers(1 << 30), format="csr")
+    _check(model, msvm.to_onnx(model), X_test, X_test.toarray())
+
+
+def test_pipeline_through_skl2onnx(blobs):
+    skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is not installed")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from msvm.onnx import register_skl2onnx
+
+    assert register_skl2onnx()
+    X, y = blobs
+    for labels in (y, np.array(["ant", "bee", "cat", "dog"])[y], y == 2):
+        pipe = make_pipeline(StandardScaler(), MultiClassSVC(model="ww", C=3.0)).fit(X, labels)
+        onx = skl2onnx.to_onnx(pipe, X[:1].astype(np.float64))
+        assert [o.name for o in onx.graph.output] == ["label", "scores"]
+        _check(pipe, onx, X)
+
+
+def test_refusals(blobs):
+    X, y = blobs
+    with pytest.raises(ValueError, match="precomputed.*cannot be exported"):
+        msvm.to_onnx(MultiClassSVC(kernel="precomputed").fit(X @ X.T, y))
+    with pytest.raises(ValueError, match="callable kernel cannot be exported"):
+        msvm.to_onnx(MultiClassSVC(kernel=lambda A, B: A @ B.T).fit(X, y))
+    with pytest.raises(ValueError, match="target_opset must be an integer >= 13"):
+        msvm.to_onnx(MultiClassSVC().fit(X, y), target_opset=11)
+    with pytest.raises(TypeError, match="exports a msvm.MultiClassSVC"):
+        msvm.to_onnx(object())
+
+
+def test_model_metadata(blobs):
+    X, y = blobs
+    onx = msvm.to_onnx(MultiClassSVC().fit(X, y))
+    assert onx.producer_name == "msvm" and onx.producer_version == msvm.__version__
+    assert [(i.name, i.type.tensor_type.elem_type) for i in onx.graph.input] == \
+        [("X", onnx.TensorProto.DOUBLE)]
+    assert onx.graph.input[0].type.tensor_type.shape.dim[1].dim_value == X.shape[1]
