@@ -14,6 +14,10 @@ verbose, **options) -> DualSolution`` and declares what it can do:
     (the largest KKT violation in gradient units, re-checked on the float64
     certificate), ``'fw_gap'`` (the Frank–Wolfe gap relative to the dual) or
     None (the reference solvers, which solve to their backend's precision).
+``BLAS_THREADS``
+    Whether ``solve`` takes ``blas_threads``: the BLAS threads while its
+    compiled loop runs (default 1; None leaves the BLAS library's setting,
+    e.g. for a precomputed kernel, whose loop calls no BLAS).
 
 :func:`get_solver` imports a module only when it is asked for, so that e.g.
 cvxpy is not loaded by a user who never calls it.
