@@ -119,7 +119,7 @@ def resolve_solver(name: str, problem) -> str:
     ``'frank_wolfe'`` (the only decomposition solver that keeps the bias's
     equality constraints) with a bias, whatever the size.  The reference QP
     solvers are never picked: their cost grows with the cube of the number
-    of variables (``benchmarks/bench_frank_wolfe.py``).
+    of variables (``python -m benchmarks.bench_frank_wolfe``).
     """
     if name == "auto":
         name = "frank_wolfe" if problem.fit_intercept else "s2do"

@@ -121,7 +121,7 @@ def _kcost(layout: int, X) -> float:
     if layout == _GRAM:
         return 2.0
     # Calibrated so that a work unit costs about the same time in every step type
-    # (measured 2.4-2.9 ns per unit on usps and letter, info["time_by_type"]).
+    # (info["time_by_type"]; the README's benchmark notes give the figures).
     if layout == _SPARSE:
         return 8.0 + 0.5 * X.nnz / max(X.shape[0], 1)
     return 8.0 + 0.125 * X.shape[1]

@@ -102,8 +102,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         BLAS threads for the Gram-row products while the loop runs (default
         1; None leaves the BLAS library's setting).  A row is one ``dgemv``
         of m × d, too small to share: OpenBLAS's worker threads then
-        busy-wait between calls and take the core the loop runs on (measured
-        on usps, m = 2000: 12.7 s with the default threads, 1.8 s with one).
+        busy-wait between calls and take the core the loop runs on (the
+        README's benchmark notes give the cost).
     n_jobs : int or None
         OpenMP threads for the Gram rows and the per-step passes over the
         examples (joblib's convention: None means 1, −1 all cores).  The
@@ -127,9 +127,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         variable by violation, second by Algorithm 4 within the block) until
         their largest violation falls below a tenth of where it started,
         before the pass over all examples (default).  Those steps cost O(P)
-        each against O(m) for a pass: usps-llw needs 5 400 passes instead of
-        430 000.  False: exactly one 2-D step per iteration (seed 004,
-        Algorithm 3).
+        each against O(m) for a pass, so far fewer passes are needed (README,
+        benchmark notes).  False: exactly one 2-D step per iteration (seed
+        004, Algorithm 3).
     block_size : int
         Examples per block with ``block_steps``, 2 to
         :data:`msvm._core._s2do.MAX_BLOCK_SIZE` (8, the default).
