@@ -259,14 +259,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     cache_size : float
         Gram-row cache budget in MB.
     fw_variant : {'pairwise', 'away', 'classic'}
-        Step variant (module docstring).
+        Step variant (:mod:`~msvm.solvers.frank_wolfe._working_set`).
     working_set_size : int, 'all' or None
         N_B, the number of examples per working set; ``'all'`` (or any value
         ≥ m) runs Frank–Wolfe on the whole problem.  None: 'all' up to 200
         examples, else 200.
     face_steps : bool
         Minimise over the current face (conjugate-gradient or Newton steps)
-        before each vertex step (module docstring).
+        before each vertex step (:mod:`~msvm.solvers.frank_wolfe._face`).
     lazy : bool
         Take pairwise steps among the known atoms before solving a new linear
         problem (away and pairwise variants; the lazy rule of blended

@@ -42,8 +42,10 @@ class Block:
 
     ``solver`` is the driver's global state (α, gradient, machine arrays of
     every example).  ``alpha`` and ``g`` are copies, updated in place by the
-    steps and written back by the driver.  :meth:`vertex` is the linear minimisation oracle of B
-    (closed form, or HiGHS with the equality rows restricted to B).
+    steps and written back by the driver.  :meth:`vertex` is the linear
+    minimisation oracle of B (closed form, or HiGHS with the equality rows
+    restricted to B); ``face`` (:class:`~msvm.solvers.frank_wolfe._face.Face`)
+    takes the in-face steps.
     """
 
     def __init__(self, solver, B: np.ndarray, K_BB: np.ndarray):
