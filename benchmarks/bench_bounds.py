@@ -26,19 +26,19 @@ selected points marked).
 Data: dna (2000/1186), satimage (stratified subset of the 4435 training
 points / 2000 test), vowel (528/462), segment (no test split: stratified
 2/3 train, 1/3 test, seed 0).  ``--n-train`` subsamples every training set
-(stratified, seed 0) to keep the run within a shared machine's budget.
+(stratified, seed 0) to keep the run within a shared machine's budget;
+``--sparse`` fits on CSR input instead of dense arrays.
 
 Examples::
 
-    python benchmarks/bench_bounds.py                       # all four, default sizes
-    python benchmarks/bench_bounds.py vowel --loo-max 600   # with the exact LOO map
-    python benchmarks/bench_bounds.py --n-train 2000        # the issue's full sizes
+    python -m benchmarks.bench_bounds                       # all four, default sizes
+    python -m benchmarks.bench_bounds vowel --loo-max 600   # with the exact LOO map
+    python -m benchmarks.bench_bounds --n-train 2000        # the issue's full sizes
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import platform
 import sys
@@ -47,35 +47,16 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks.data import load
+from benchmarks.results import RESULTS, pyplot, write_csv, write_jsonl
+from benchmarks.runs import common_arguments
+
 DATASETS = ("dna", "satimage", "vowel", "segment")
 C_GRID = (0.1, 1.0, 10.0)
 GAMMA_FACTORS = (0.25, 1.0, 4.0)
-
-
-def _subsample(y, n, seed=0):
-    from sklearn.model_selection import train_test_split
-
-    if n is None or n >= len(y):
-        return np.arange(len(y))
-    idx, _ = train_test_split(np.arange(len(y)), train_size=n, stratify=y, random_state=seed)
-    return np.sort(idx)
-
-
-def load(name: str, n_train: int | None):
-    """(X_train, y_train, X_test, y_test) dense, with the stratified subsample."""
-    from sklearn.model_selection import train_test_split
-
-    from msvm.datasets import shared_dataset
-
-    X, y, Xt, yt = shared_dataset(name)
-    X = X.toarray()
-    if Xt is None:
-        X, Xt, y, yt = train_test_split(X, y, test_size=1 / 3, stratify=y, random_state=0)
-    else:
-        Xt = Xt.toarray()
-    idx = _subsample(y, n_train)
-    return X[idx], y[idx], Xt, yt
+CSV_FIELDS = ["dataset", "n_train", "count_best", "count_test_error", "bound_best",
+              "bound_test_error", "search_time", "cv5_best", "cv5_test_error", "cv5_time",
+              "time_ratio", "count_within_1_point", "bound_within_1_point"]
 
 
 def run_dataset(name: str, args) -> dict:
@@ -83,8 +64,10 @@ def run_dataset(name: str, args) -> dict:
 
     from msvm import MultiClassSVC, RadiusMarginSearch, loo_error
 
-    X, y, Xt, yt = load(name, args.n_train)
-    gamma0 = 1.0 / (X.shape[1] * X.var())
+    X, y, Xt, yt = load(name, args.n_train, sparse=args.sparse, stratified=True)
+    # 'scale' as scikit-learn computes it, for dense and CSR alike.
+    gamma0 = 1.0 / (X.shape[1] * (X.multiply(X).mean() - X.mean() ** 2 if args.sparse
+                                  else X.var()))
     grid = {"C": list(C_GRID), "gamma": [float(f * gamma0) for f in GAMMA_FACTORS]}
     base = MultiClassSVC(model="msvm2", solver="s2do", tol=args.tol, cache_size=500)
     print(f"{name}: train {X.shape}, test {Xt.shape}, Q={len(np.unique(y))}, "
@@ -134,15 +117,12 @@ def run_dataset(name: str, args) -> dict:
         "count_within_1_point": bool(test_err[count] <= cv_test + 0.01),
         "bound_within_1_point": bool(test_err[bound] <= cv_test + 0.01),
         "python": platform.python_version(), "note": args.note,
+        "layout": "csr" if args.sparse else "dense",
     }
 
 
 def plot(row: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     Cs, gammas = row["grid"]["C"], row["grid"]["gamma"]
 
     def grid_of(values):
@@ -187,27 +167,19 @@ def main(argv=None) -> int:
     parser.add_argument("--loo-max", type=int, default=0,
                         help="compute the exact LOO map for training sets up to this size")
     parser.add_argument("--loo-jobs", type=int, default=1)
+    common_arguments(parser)
     parser.add_argument("--note", default="", help="free text stored with the results")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.datasets) - set(DATASETS))
     if unknown:
         parser.error(f"unknown data sets {unknown}; choose from {list(DATASETS)}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in args.datasets:
         row = run_dataset(name, args)
         rows.append(row)
-        with open(RESULTS / "bounds.jsonl", "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        write_jsonl([row], RESULTS / "bounds.jsonl", append=True)
         plot(row, RESULTS / f"bounds_{name}.png")
-    fields = ["dataset", "n_train", "count_best", "count_test_error", "bound_best",
-              "bound_test_error", "search_time", "cv5_best", "cv5_test_error", "cv5_time",
-              "time_ratio", "count_within_1_point", "bound_within_1_point"]
-    with open(RESULTS / "bounds_selection.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: row[k] for k in fields})
+    write_csv(rows, RESULTS / "bounds_selection.csv", CSV_FIELDS)
     print(f"\n{'dataset':<10} {'m':>5} {'test error: count':>18} {'bound':>7} {'cv5':>7} "
           f"{'time: search':>13} {'cv5':>7} {'ratio':>6}")
     for r in rows:

@@ -4,32 +4,33 @@ For each standard configuration the dual is solved by S2DO as ``fit`` does (one
 thread, ``certify=True``): at the end the training scores are recomputed from β
 in float64, from the Gram rows still in the solver's cache and kernel blocks for
 the others; that pass is timed apart from the solve (``info['certify_time']``).
-Writes
-``benchmarks/results/certify.json`` and ``certify.csv``::
+Writes ``benchmarks/results/certify.json`` and ``certify.csv`` (``--sparse``: CSR
+input instead of dense arrays)::
 
-    python benchmarks/bench_certify.py usps-ww letter-cs mnist10k-cs
+    python -m benchmarks.bench_certify usps-ww letter-cs mnist10k-cs
 """
 
 from __future__ import annotations
 
-import csv
+import argparse
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.configs import CONFIGS
+from benchmarks.data import load
+from benchmarks.results import RESULTS, write_csv, write_json
+from benchmarks.runs import common_arguments
 
-from bench_s2do import CONFIGS, load  # noqa: E402
-
-from msvm import MultiClassSVC  # noqa: E402
-from msvm.solvers import s2do  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT = ["usps-ww", "letter-cs", "mnist10k-cs"]
+FIELDS = ["config", "fit_s", "certify_s", "ratio", "score_drift", "n_support", "layout"]
 
 
-def run(name: str) -> dict:
+def run(name: str, sparse: bool = False, m: int | None = None) -> dict:
+    """Fit one configuration with S2DO (certify=True); the certification pass is timed apart."""
+    from msvm import MultiClassSVC
+    from msvm.solvers import s2do
+
     dataset, n_train, model, C, gamma, tol, cache = CONFIGS[name]
-    X, y, _, _ = load(dataset, n_train)
+    X, y, _, _ = load(dataset, m or n_train, sparse=sparse)
     est = MultiClassSVC(model=model, C=C, gamma=gamma, tol=tol, cache_size=cache)
     problem = est.prepare_fit(X, y).problem
     solution = s2do.solve(problem, tol=tol, cache_size=cache, certify=True)
@@ -37,22 +38,29 @@ def run(name: str) -> dict:
     drift = est._certified(problem, solution)[1]
     return {"config": name, "fit_s": fit, "certify_s": certify, "ratio": certify / fit,
             "score_drift": drift, "n_support": int((abs(problem.beta(solution.alpha)) > 0)
-                                                   .any(axis=1).sum())}
+                                                   .any(axis=1).sum()),
+            "layout": "csr" if sparse else "dense"}
 
 
-def main(names: list[str]) -> None:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="*", help=f"configurations (default: {DEFAULT}); "
+                        f"known: {list(CONFIGS)}")
+    common_arguments(parser)
+    parser.add_argument("--m", type=int, default=None, help="first m training examples only")
+    args = parser.parse_args(argv)
+    unknown = [c for c in args.configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
     rows = []
-    for name in names or ["usps-ww", "letter-cs", "mnist10k-cs"]:
-        row = run(name)
+    for name in args.configs or DEFAULT:
+        row = run(name, args.sparse, args.m)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "certify.json").write_text(json.dumps(rows, indent=2) + "\n")
-    with open(RESULTS / "certify.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_json(rows, RESULTS / "certify.json")
+    write_csv(rows, RESULTS / "certify.csv", FIELDS)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

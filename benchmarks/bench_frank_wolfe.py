@@ -19,11 +19,13 @@ against time.  Everything goes to ``results/<tag>.jsonl`` (one line per
 run, traces included), ``results/<tag>.csv``, ``results/<tag>.txt`` (the
 tables) and ``results/<tag>-*.png``.
 
+``--sparse`` feeds every solver CSR input instead of dense arrays.
+
 Examples::
 
-    python benchmarks/bench_frank_wolfe.py --quick                 # ~2 min
-    python benchmarks/bench_frank_wolfe.py                         # all three
-    python benchmarks/bench_frank_wolfe.py peers --timeout 3600
+    python -m benchmarks.bench_frank_wolfe --quick                 # ~2 min
+    python -m benchmarks.bench_frank_wolfe                         # all three
+    python -m benchmarks.bench_frank_wolfe peers --timeout 3600
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
 import sys
 import time
 import warnings
@@ -39,14 +40,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_s2do import CONFIGS, RESULTS, SVC_C, load, spawn, write  # noqa: E402
+from benchmarks.configs import CONFIGS
+from benchmarks.data import load
+from benchmarks.results import RESULTS, pyplot, write
+from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
 
 EXPERIMENTS = ("variants", "working_sets", "peers")
 CSV_FIELDS = ["experiment", "config", "solver", "bias", "fw_variant", "face_steps",
               "working_set_size", "m", "fit_time", "dual", "relative_fw_gap", "relative_gap",
               "test_error", "n_sv", "n_iter", "n_splits", "n_lp", "kernel_evaluations",
-              "peak_rss_mb", "status"]
+              "peak_rss_mb", "status", "layout"]
 
 
 # ------------------------------------------------------------------ one run
@@ -54,18 +57,12 @@ def run_one(spec: dict) -> dict:
     """Fit one solver on one configuration (called in a fresh process)."""
     warnings.simplefilter("ignore")  # a capped run reports its status instead
     dataset, _, machine, C, gamma, tol, cache = CONFIGS[spec["config"]]
-    X, y, Xt, yt = load(dataset, spec.get("m"))
+    layout = spec.get("layout", "dense")
+    X, y, Xt, yt = load(dataset, spec.get("m"), sparse=layout == "csr")
     classes, y_codes = np.unique(y, return_inverse=True)
-    out = dict(spec, m=int(X.shape[0]), cache_size=cache)
+    out = dict(spec, m=int(X.shape[0]), cache_size=cache, layout=layout)
     if spec["solver"] == "svc":
-        from sklearn.svm import SVC
-
-        start = time.perf_counter()
-        svc = SVC(C=SVC_C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=cache).fit(X, y)
-        out.update(fit_time=time.perf_counter() - start,
-                   test_error=float(np.mean(svc.predict(Xt) != yt)),
-                   n_sv=int(svc.n_support_.sum()), n_iter=int(np.sum(svc.n_iter_)),
-                   status="optimal")
+        out.update(fit_svc(X, y, Xt, yt, gamma, cache))
     else:
         from msvm.diagnostics import diagnose
         from msvm.kernels import Kernel
@@ -86,11 +83,8 @@ def run_one(spec: dict) -> dict:
                                     max_iter=spec.get("max_iter"), record=spec["record"])
         out["fit_time"] = time.perf_counter() - start
         d = diagnose(problem, sol)
-        beta = problem.beta(sol.alpha)
-        sv = np.flatnonzero(np.any(beta != 0, axis=1))
-        kernel = Kernel(X[sv], "rbf", gamma=gamma)
-        scores = np.concatenate([kernel.block(Xt[k:k + 2000]) @ beta[sv]
-                                 for k in range(0, len(Xt), 2000)]) + sol.b
+        scores, sv = predict_scores(X, Xt, problem.beta(sol.alpha), gamma)
+        scores += sol.b
         out.update(dual=d.dual_objective, relative_gap=d.relative_gap,
                    test_error=float(np.mean(classes[np.argmax(scores, axis=1)] != yt)),
                    n_sv=int(len(sv)), n_iter=int(sol.n_iter),
@@ -98,7 +92,7 @@ def run_one(spec: dict) -> dict:
         for key in ("relative_fw_gap", "n_splits", "n_lp", "history"):
             if key in sol.info:
                 out[key] = sol.info[key]
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
@@ -140,11 +134,7 @@ def label(row) -> str:
 
 
 def plot_traces(rows, experiment, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(2, 1, sharex=True, figsize=(7, 6))
     for row in rows:
         if row["experiment"] != experiment or not row.get("history"):
@@ -214,12 +204,10 @@ def main(argv=None) -> int:
                         help="step cap of the variant runs without face steps")
     parser.add_argument("--tol", type=float, default=1e-3,
                         help="relative Frank–Wolfe gap of the peers experiment")
-    parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
-    parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    common_arguments(parser, timeout=3600)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(run_one(json.loads(args.worker))))
+        answer(run_one(json.loads(args.worker)))
         return 0
     unknown = set(args.experiments) - set(EXPERIMENTS)
     if unknown:
@@ -229,7 +217,8 @@ def main(argv=None) -> int:
     tag = args.tag or "frank_wolfe-" + time.strftime("%Y%m%d-%H%M%S")
     rows = []
     for spec in plan(args.experiments, args):
-        row = spawn(spec, args.timeout, script=__file__)
+        spec["layout"] = "csr" if args.sparse else "dense"
+        row = spawn("benchmarks.bench_frank_wolfe", spec, args.timeout)
         row.setdefault("host", platform.node())
         rows.append(row)
         print(f"{spec['experiment']:<13} {spec['config']:<8} {spec['solver']:<12} "

@@ -30,104 +30,37 @@ fastest liblinear CS run whose dual error is no larger (median of
 ``--repeat`` runs per setting, default 3).  The plot per data set shows the
 dual objective against time: msvm's trace and liblinear's (time, D) points.
 
-Timings need an idle machine (BENCHMARKS.md); on shared cores they are rough.
+Input is CSR (``--no-sparse``: dense arrays, for every solver).  Timings
+need an idle machine (BENCHMARKS.md); on shared cores they are rough.
 
 Examples::
 
-    python benchmarks/bench_linear.py --quick           # small sizes, one repeat
-    python benchmarks/bench_linear.py                   # mnist, dna, text; 3 repeats
+    python -m benchmarks.bench_linear --quick           # small sizes, one repeat
+    python -m benchmarks.bench_linear                   # mnist, dna, text; 3 repeats
     python -m benchmarks.bench_linear text --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
-import platform
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks.configs import LINEAR_CONFIGS
+from benchmarks.data import load
+from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.runs import answer, common_arguments, spawn
 
-#: id -> (C, tol).  C in msvm's (= liblinear's) convention for CS and OvR.
-CONFIGS = {
-    "mnist": (0.1, 1e-2),
-    "dna": (0.1, 1e-2),
-    "text": (1.0, 1e-2),
-}
 QUICK_SIZES = {"mnist": 5000, "dna": None, "text": 4000}
-TEXT = dict(m=20000, m_test=5000, d=50000, density=0.002, n_classes=50, topic=200, seed=0)
 MODELS = ("cs", "ww", "llw")
-MARKER = "RESULT "
 CSV_FIELDS = ["config", "solver", "model", "m", "d", "C", "tol", "fit_time", "dual", "primal",
-              "gap", "relative_gap", "dual_rel_error", "test_error", "n_iter", "status"]
-
-
-# --------------------------------------------------------------------- data
-def text_like(m: int, m_test: int, d: int, density: float, n_classes: int, topic: int,
-              seed: int):
-    """The deterministic text-like set (see the module docstring)."""
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(seed)
-    n = m + m_test
-    per_row = max(1, int(round(d * density)))
-    topics = rng.integers(0, d, size=(n_classes, topic))
-    y = rng.integers(0, n_classes, size=n)
-    rows = np.repeat(np.arange(n), per_row)
-    own = rng.random(n * per_row) < 0.5
-    cols = np.where(own, topics[y[rows], rng.integers(0, topic, size=n * per_row)],
-                    rng.integers(0, d, size=n * per_row))
-    vals = rng.random(n * per_row) + 0.1
-    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, d))
-    X.sum_duplicates()
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    X = sp.csr_matrix(sp.diags(1.0 / norms) @ X)
-    return X[:m], y[:m], X[m:], y[m:]
-
-
-def _csr32(X):
-    """CSR with 32-bit indices (liblinear's wrapper accepts no other)."""
-    import scipy.sparse as sp
-
-    X = sp.csr_matrix(X, dtype=np.float64)
-    X.indices = X.indices.astype(np.int32)
-    X.indptr = X.indptr.astype(np.int32)
-    return X
-
-
-def load(config: str, n_train: int | None):
-    """CSR (X, y, X_test, y_test) for a configuration (MNIST pixels / 255)."""
-    X, y, Xt, yt = _load(config, n_train)
-    return _csr32(X), y, _csr32(Xt), yt
-
-
-def _load(config: str, n_train: int | None):
-    import scipy.sparse as sp
-
-    if config == "text":
-        spec = dict(TEXT)
-        if n_train is not None:
-            spec["m"], spec["d"] = n_train, max(2000, int(TEXT["d"] * n_train / TEXT["m"]))
-            spec["m_test"] = max(1000, n_train // 4)
-        return text_like(**spec)
-    from msvm.datasets import shared_dataset
-
-    X, y, Xt, yt = shared_dataset(config)
-    X, Xt = sp.csr_matrix(X, dtype=np.float64), sp.csr_matrix(Xt, dtype=np.float64)
-    if config == "mnist":
-        X, Xt = X / 255.0, Xt / 255.0
-    if n_train is not None:
-        X, y = X[:n_train], y[:n_train]
-    return sp.csr_matrix(X), y, sp.csr_matrix(Xt), yt
+              "gap", "relative_gap", "dual_rel_error", "test_error", "n_iter", "status", "layout"]
 
 
 # ----------------------------------------------------------------- one run
@@ -150,14 +83,15 @@ def run_one(spec: dict) -> dict:
     from msvm.machines import make_machine
     from msvm.problem import DualProblem
 
-    C, tol = CONFIGS[spec["config"]]
+    C, tol = LINEAR_CONFIGS[spec["config"]]
     tol = spec.get("tol", tol)
-    X, y, Xt, yt = load(spec["config"], spec.get("m"))
+    layout = spec.get("layout", "csr")
+    X, y, Xt, yt = load(spec["config"], spec.get("m"), sparse=layout == "csr")
     classes, codes = np.unique(y, return_inverse=True)
     codes_t = np.searchsorted(classes, yt)
     model = spec["model"]
     problem = DualProblem(make_machine(model, len(classes)), codes, Kernel(X, "linear"), C, False)
-    out = dict(spec, m=int(X.shape[0]), d=int(X.shape[1]), C=C, tol=tol)
+    out = dict(spec, m=int(X.shape[0]), d=int(X.shape[1]), C=C, tol=tol, layout=layout)
     if spec["solver"] == "msvm":
         from msvm.solvers import linear
 
@@ -188,22 +122,11 @@ def run_one(spec: dict) -> dict:
     return out
 
 
-def spawn(spec: dict, timeout: float | None) -> dict:
-    """Run ``spec`` in a subprocess; parse its JSON line and liblinear's objective values."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return dict(spec, status="timeout")
-    if proc.returncode != 0:
-        return dict(spec, status="failed", error=proc.stderr[-2000:])
-    # liblinear writes through C stdio, which may flush after Python: find our line.
-    line = [x for x in proc.stdout.splitlines() if x.startswith(MARKER)][-1]
-    row = json.loads(line[len(MARKER):])
-    if spec["solver"] == "liblinear":
-        values = [float(v) for v in re.findall(r"Objective value = (\S+)", proc.stdout)]
+def liblinear_dual(row: dict, stdout: str) -> None:
+    """The dual of a liblinear run, from the objective values it printed (``verbose=1``)."""
+    if row["solver"] == "liblinear":
+        values = [float(v) for v in re.findall(r"Objective value = (\S+)", stdout)]
         row["dual"] = -float(np.sum(values)) if values else None   # liblinear minimises −D
-    return row
 
 
 # --------------------------------------------------------------- reporting
@@ -272,11 +195,7 @@ def summary(rows: list[dict], configs, tols) -> list[str]:
 
 
 def plot(rows: list[dict], config: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     for r in rows:
         if r["config"] == config and r["solver"] == "msvm" and r.get("trace"):
@@ -296,52 +215,38 @@ def plot(rows: list[dict], config: str, path: Path) -> None:
         ax.set_ylim(top - 0.05 * abs(top), top + 0.005 * abs(top))
     ax.set_xlabel("seconds")
     ax.set_ylabel("dual objective")
-    ax.set_title(f"{config}: dual objective against time (C = {CONFIGS[config][0]:g})")
+    ax.set_title(f"{config}: dual objective against time (C = {LINEAR_CONFIGS[config][0]:g})")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def write(rows: list[dict], tag: str) -> tuple[Path, Path]:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    jsonl, csv_path = RESULTS / f"{tag}.jsonl", RESULTS / f"{tag}.csv"
-    with jsonl.open("w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    with csv_path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    return jsonl, csv_path
-
-
 # --------------------------------------------------------------------- main
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("configs", nargs="*", help=f"data sets (default: all of {list(CONFIGS)})")
+parser.add_argument("configs", nargs="*",
+                    help=f"data sets (default: all of {list(LINEAR_CONFIGS)})")
 parser.add_argument("--quick", action="store_true",
                     help=f"smaller training sets {QUICK_SIZES}, one repeat")
 parser.add_argument("--repeat", type=int, default=None, help="runs per setting (default 3)")
 parser.add_argument("--tol", type=float, default=None, help="msvm's tol (default per config)")
-parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
-parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
-parser.add_argument("--worker", help=argparse.SUPPRESS)
+common_arguments(parser, timeout=3600, sparse=True)
 
 
 def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
-        print(MARKER + json.dumps(run_one(json.loads(args.worker))), flush=True)
+        answer(run_one(json.loads(args.worker)))
         return 0
-    configs = args.configs or list(CONFIGS)
-    unknown = [c for c in configs if c not in CONFIGS]
+    configs = args.configs or list(LINEAR_CONFIGS)
+    unknown = [c for c in configs if c not in LINEAR_CONFIGS]
     if unknown:
-        parser.error(f"unknown data set(s) {unknown}; known: {list(CONFIGS)}")
+        parser.error(f"unknown data set(s) {unknown}; known: {list(LINEAR_CONFIGS)}")
     repeat = args.repeat or (1 if args.quick else 3)
     tag = args.tag or time.strftime("linear-%Y%m%d-%H%M%S")
 
     def tol_of(c):
-        return args.tol or CONFIGS[c][1]
+        return args.tol or LINEAR_CONFIGS[c][1]
 
     def lib_tols(c):
         return [tol_of(c), tol_of(c) / 10, tol_of(c) / 100]
@@ -359,7 +264,8 @@ def main(argv=None) -> int:
             specs.append(dict(config=c, solver="liblinear", model="ova", m=m, tol=tol_of(c)))
     rows = []
     for k, spec in enumerate(specs, 1):
-        row = spawn(spec, args.timeout)
+        spec["layout"] = "csr" if args.sparse else "dense"
+        row = spawn("benchmarks.bench_linear", spec, args.timeout, parse=liblinear_dual)
         rows.append(row)
         print(f"[{k}/{len(specs)}] {row['config']} {row['solver']} {row['model']} "
               f"tol={row.get('tol')}: {row.get('fit_time', float('nan')):.2f} s, dual "
@@ -369,13 +275,12 @@ def main(argv=None) -> int:
             print(row["error"], file=sys.stderr, flush=True)
     finish(rows)
     table = [r for r in rows if r.get("role") != "trace"]
-    lines = [f"msvm linear benchmark {tag}: {platform.platform()}, python "
-             f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
-             f"{os.getloadavg()[0]:.1f} at the end; median of {repeat}; one thread each"]
+    lines = [header("linear", tag, f"median of {repeat}; one thread each; "
+                    f"{'CSR' if args.sparse else 'dense'} input")]
     lines += summary(table, configs, lib_tols)
     for c in configs:
         plot(rows, c, RESULTS / f"{tag}-{c}-dual-time.png")
-    jsonl, csv_path = write(rows, tag)
+    jsonl, csv_path = write(rows, tag, CSV_FIELDS)
     (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"wrote {jsonl}, {csv_path}, {RESULTS / (tag + '.txt')} and the plots")

@@ -24,46 +24,34 @@ Writes ``results/<tag>.jsonl`` (one line per run, curves included),
 ``results/<tag>.csv``, ``results/<tag>.txt`` (the tables and the checks of
 issue 5's "done when") and the figures ``results/<tag>-<config>-*.png``.
 
+``--sparse`` feeds both solvers CSR input instead of dense arrays.
+
 Examples::
 
-    python benchmarks/bench_online.py --quick                    # 1000 usps patterns, ~2 min
-    python benchmarks/bench_online.py usps-llw usps-cs letter-cs --cache20 --partial-fit
-    python benchmarks/bench_online.py letter-llw --batch-timeout 1800
+    python -m benchmarks.bench_online --quick                    # 1000 usps patterns, ~2 min
+    python -m benchmarks.bench_online usps-llw usps-cs letter-cs --cache20 --partial-fit
+    python -m benchmarks.bench_online letter-llw --batch-timeout 1800
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import resource
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_s2do import RESULTS, load  # noqa: E402
-from bench_s2do import spawn as _spawn  # noqa: E402
-from bench_s2do import write as write_results  # noqa: E402
+from benchmarks.configs import CONFIGS
+from benchmarks.data import load
+from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl
+from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
 
-
-def spawn(spec: dict, timeout: float | None) -> dict:
-    """Run ``spec`` in a worker subprocess of this script."""
-    return _spawn(spec, timeout, script=__file__)
-
-
-#: id -> (dataset, machine, C, gamma, tol, cache_size MB, curve interval s); BENCHMARKS.md.
-CONFIGS = {
-    "usps-ww": ("usps", "ww", 25.0, 0.0331574, 1e-3, 500, 1.0),
-    "usps-cs": ("usps", "cs", 2.5, 0.0331574, 1e-3, 500, 1.0),
-    "usps-llw": ("usps", "llw", 100 / 9, 0.0331574, 1e-3 / 9, 500, 1.5),
-    "letter-ww": ("letter", "ww", 2.5, 0.0512821, 1e-3, 2000, 3.0),
-    "letter-cs": ("letter", "cs", 2.5, 0.0512821, 1e-3, 2000, 3.0),
-    "letter-llw": ("letter", "llw", 40.0, 0.0512821, 1e-3 / 25, 2000, 10.0),
-}
+#: The configurations of BENCHMARKS.md this benchmark runs, and the interval of
+#: their build-up curves (seconds between points).
+INTERVALS = {"usps-ww": 1.0, "usps-cs": 1.0, "usps-llw": 1.5, "letter-ww": 3.0,
+             "letter-cs": 3.0, "letter-llw": 10.0}
 DEFAULT = ["usps-llw", "usps-cs", "letter-cs"]
 STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
 LABELS = {"s2do_all": "S2DO_ALL", "random_pattern_s2do_all": "RANDOM_PATTERN_S2DO_ALL",
@@ -71,7 +59,7 @@ LABELS = {"s2do_all": "S2DO_ALL", "random_pattern_s2do_all": "RANDOM_PATTERN_S2D
 CSV_FIELDS = ["config", "solver", "strategy", "epochs_run", "m", "cache_size", "fit_time",
               "dual", "test_error", "kernel_evaluations", "n_sv", "n_iter", "status",
               "x1_time", "x1_dual", "x1_test_error", "x1_kernel_evaluations", "x1_n_sv",
-              "peak_rss_mb"]
+              "peak_rss_mb", "layout"]
 
 
 # ------------------------------------------------------------------ one run
@@ -87,15 +75,17 @@ def run_one(spec: dict) -> dict:
     from msvm.machines import make_machine
     from msvm.problem import DualProblem
 
-    dataset, machine, C, gamma, tol, cache, interval = CONFIGS[spec["config"]]
-    X, y, Xt, yt = load(dataset, spec.get("m"))
+    dataset, n_train, machine, C, gamma, tol, cache = CONFIGS[spec["config"]]
+    layout = spec.get("layout", "dense")
+    X, y, Xt, yt = load(dataset, spec.get("m") or n_train, sparse=layout == "csr")
     classes, y_codes = np.unique(y, return_inverse=True)
     test_codes = np.searchsorted(classes, yt)
     if spec.get("cache_fraction"):
         cache = spec["cache_fraction"] * gram_mb(len(y))
-    interval = spec.get("interval") or interval
+    interval = spec.get("interval") or INTERVALS[spec["config"]]
     out = dict(config=spec["config"], solver=spec["solver"], strategy=spec.get("strategy"),
-               m=int(X.shape[0]), cache_size=float(cache), role=spec.get("role", "table"))
+               m=int(X.shape[0]), cache_size=float(cache), role=spec.get("role", "table"),
+               layout=layout)
     if spec["solver"] == "partial_fit":
         return dict(out, **run_partial_fit(X, y, Xt, yt, machine, C, gamma, tol, cache,
                                            spec.get("chunks", 10)))
@@ -138,7 +128,7 @@ def run_one(spec: dict) -> dict:
                        x1_test_error=curve["test_error"][k],
                        x1_kernel_evaluations=curve["kernel_evaluations"][k],
                        x1_n_sv=curve["n_support_patterns"][k])
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
@@ -163,7 +153,7 @@ def run_partial_fit(X, y, Xt, yt, machine, C, gamma, tol, cache, chunks) -> dict
         dual=stream.solution_["dual_objective"], stream_time=stream_time,
         n_sv=int(len(stream.support_)),
         kernel_evaluations=int(stream.solution_["n_kernel_evaluations"]),
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        peak_rss_mb=peak_rss_mb(),
         status="ok",
     )
 
@@ -171,8 +161,9 @@ def run_partial_fit(X, y, Xt, yt, machine, C, gamma, tol, cache, chunks) -> dict
 # --------------------------------------------------------------- reporting
 def write(rows: list[dict], tag: str) -> tuple[Path, Path]:
     """The JSON lines of every run; the CSV of the table runs (partial_fit has other fields)."""
-    return write_results(rows, tag, CSV_FIELDS,
-                         csv_rows=[r for r in rows if r.get("solver") != "partial_fit"])
+    return (write_jsonl(rows, RESULTS / f"{tag}.jsonl"),
+            write_csv([r for r in rows if r.get("solver") != "partial_fit"],
+                      RESULTS / f"{tag}.csv", CSV_FIELDS))
 
 
 def find(rows, config, solver, strategy=None, role="table"):
@@ -278,11 +269,7 @@ def done_when(rows, configs) -> list[str]:
 
 def plot(rows, config, tag) -> list[Path]:
     """Figures 4.1-4.3 (and 4.4-4.5 with --cache20) for one configuration."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     paths = []
     colours = {"s2do_all": "C0", "random_pattern_s2do_all": "C1",
                "random_pattern_s2do_pattern": "C2", "s2do": "k"}
@@ -344,7 +331,7 @@ def plot(rows, config, tag) -> list[Path]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", help=f"configurations (default: {DEFAULT}); "
-                        f"known: {list(CONFIGS)}")
+                        f"known: {list(INTERVALS)}")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: usps-llw on 1000 patterns, curves every 0.2 s")
     parser.add_argument("--m", type=int, default=None, help="first m training patterns only")
@@ -359,15 +346,13 @@ def main(argv=None) -> int:
                         help="also partial_fit in 10 chunks vs fit(solver='online', epochs=1)")
     parser.add_argument("--batch-timeout", type=float, default=7200,
                         help="seconds allowed to a batch run (letter-llw: 1800)")
-    parser.add_argument("--timeout", type=float, default=7200, help="seconds per online run")
     parser.add_argument("--interval", type=float, default=None, help="curve interval (s)")
-    parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
     parser.add_argument("--report", nargs="+", metavar="JSONL", default=None,
                         help="run nothing: tables, checks and figures of earlier results files")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    common_arguments(parser, timeout=7200)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(run_one(json.loads(args.worker))))
+        answer(run_one(json.loads(args.worker)))
         return 0
     if args.report:
         rows = [json.loads(line) for path in args.report
@@ -377,9 +362,9 @@ def main(argv=None) -> int:
         return report(rows, configs, tag, [f"msvm online benchmark report of {args.report}", ""])
 
     configs = args.configs or (["usps-llw"] if args.quick else DEFAULT)
-    unknown = [c for c in configs if c not in CONFIGS]
+    unknown = [c for c in configs if c not in INTERVALS]
     if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+        parser.error(f"unknown configuration(s) {unknown}; known: {list(INTERVALS)}")
     strategies = [s for s in args.strategies.split(",") if s]
     m = 1000 if args.quick else args.m
     interval = 0.2 if args.quick and args.interval is None else args.interval
@@ -387,7 +372,7 @@ def main(argv=None) -> int:
     rows = []
 
     def go(spec, timeout):
-        row = spawn(spec, timeout)
+        row = spawn("benchmarks.bench_online", spec, timeout)
         row.setdefault("role", spec.get("role", "table"))
         rows.append(row)
         what = f"{row.get('solver')} {row.get('strategy') or ''}".strip()
@@ -402,7 +387,7 @@ def main(argv=None) -> int:
         return row
 
     for c in configs:
-        base = dict(config=c, m=m, interval=interval)
+        base = dict(config=c, m=m, interval=interval, layout="csr" if args.sparse else "dense")
         for s in strategies:
             go(dict(base, solver="online", strategy=s, epochs=args.epochs), args.timeout)
         go(dict(base, solver="s2do"), args.batch_timeout)
@@ -418,11 +403,10 @@ def main(argv=None) -> int:
         if args.partial_fit:
             go(dict(base, solver="partial_fit", role="partial_fit"), args.timeout)
 
-    header = [f"msvm online benchmark {tag}: {platform.platform()}, python "
-              f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
-              f"{os.getloadavg()[0]:.1f} at the end; one thread per run; m="
-              f"{m or 'all'}; online runs {args.epochs} epochs, x1 = end of epoch 1", ""]
-    return report(rows, configs, tag, header)
+    first = header("online", tag, f"one thread per run; m={m or 'all'}; "
+                   f"{'CSR' if args.sparse else 'dense'} input; online runs {args.epochs} "
+                   "epochs, x1 = end of epoch 1")
+    return report(rows, configs, tag, [first, ""])
 
 
 def report(rows, configs, tag, lines) -> int:

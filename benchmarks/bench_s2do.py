@@ -13,91 +13,64 @@ Plots (``--plots``): (a) dual objective and KKT violation against time for
 s2do on usps-ww (the solver records a trace), (b) fit time against m on
 usps subsets (1000, 2000, 4000, 7291), log-log, with the fitted slopes.
 
+Dense and CSR input.  The table's runs get dense arrays (``--sparse``: CSR
+for every run, SVC included).  In a dense run, s2do is also run on CSR input
+for the usps and mnist configurations (``--no-csr-compare`` skips them), and
+the summary gives both times and their ratio: the Gram rows of a CSR
+matrix take another code path than a dense one's.
+
 SVC (libsvm, one-vs-one) is single-threaded whatever ``--threads`` says;
 s2do gets ``--threads`` OpenMP threads (it falls back to one thread while
 more are measured to be slower, see :mod:`msvm._core._s2do`).
 
 Examples::
 
-    python benchmarks/bench_s2do.py --quick                   # smoke run, ~1 min
-    python benchmarks/bench_s2do.py usps-ww usps-cs usps-llw --repeat 3
-    python benchmarks/bench_s2do.py --threads-compare usps-ww # 1 vs 2 threads
-    python benchmarks/bench_s2do.py --plots                   # trace + scaling plots
-    python benchmarks/bench_s2do.py mnist-cs --no-svc         # the 60000-example run
+    python -m benchmarks.bench_s2do --quick                   # smoke run, ~1 min
+    python -m benchmarks.bench_s2do usps-ww usps-cs usps-llw --repeat 3
+    python -m benchmarks.bench_s2do --threads-compare usps-ww # 1 vs 2 threads
+    python -m benchmarks.bench_s2do --plots                   # trace + scaling plots
+    python -m benchmarks.bench_s2do mnist-cs --no-svc         # the 60000-example run
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
-import platform
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks.configs import CONFIGS
+from benchmarks.data import load
+from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
 
-#: BENCHMARKS.md's standard configurations:
-#: id -> (dataset, training examples (None: all), machine, C, gamma, tol, cache_size MB).
-CONFIGS = {
-    "usps-ww": ("usps", None, "ww", 25.0, 0.0331574, 1e-3, 500),
-    "usps-cs": ("usps", None, "cs", 2.5, 0.0331574, 1e-3, 500),
-    "usps-llw": ("usps", None, "llw", 100 / 9, 0.0331574, 1e-3 / 9, 500),
-    "letter-ww": ("letter", None, "ww", 2.5, 0.0512821, 1e-3, 2000),
-    "letter-cs": ("letter", None, "cs", 2.5, 0.0512821, 1e-3, 2000),
-    "letter-llw": ("letter", None, "llw", 40.0, 0.0512821, 1e-3 / 25, 2000),
-    "mnist10k-cs": ("mnist", 10000, "cs", 25.0, 0.0378548, 1e-3, 1000),
-    "mnist-cs": ("mnist", None, "cs", 25.0, 0.0378548, 1e-3, 2000),
-}
 DEFAULT = ["usps-ww", "usps-cs", "usps-llw", "letter-ww", "letter-cs", "mnist10k-cs"]
-SVC_C = 10.0  # BENCHMARKS.md: the peer is SVC(C=10, same gamma, tol=1e-3, same cache_size)
 SUBSETS = (1000, 2000, 4000, 7291)
+#: Data sets whose configurations also get a CSR run of s2do in a dense run.
+CSR_COMPARE = ("usps", "mnist")
 CSV_FIELDS = ["config", "solver", "m", "threads", "cache_size", "fit_time", "dual", "primal",
               "relative_gap", "kkt_violation", "test_error", "n_sv", "n_iter",
-              "kernel_evaluations", "cache_hit_rate", "peak_rss_mb", "n_parallel_iter", "status"]
+              "kernel_evaluations", "cache_hit_rate", "peak_rss_mb", "n_parallel_iter", "status",
+              "layout"]
 
 
 # ------------------------------------------------------------------ one run
-def load(dataset: str, n_train: int | None):
-    """Dense (X, y, X_test, y_test) as BENCHMARKS.md says (MNIST pixels / 255)."""
-    from msvm.datasets import shared_dataset
-
-    X, y, Xt, yt = shared_dataset(dataset)
-    if n_train is not None:
-        X, y = X[:n_train], y[:n_train]
-    X, Xt = X.toarray(), Xt.toarray()
-    if dataset == "mnist":
-        X /= 255.0
-        Xt /= 255.0
-    return X, y, Xt, yt
-
-
 def run_one(spec: dict) -> dict:
     """Fit one solver on one configuration (called in a fresh process)."""
     dataset, n_train, machine, C, gamma, tol, cache = CONFIGS[spec["config"]]
     if spec.get("m"):
         n_train = spec["m"]
-    X, y, Xt, yt = load(dataset, n_train)
+    layout = spec.get("layout", "dense")
+    X, y, Xt, yt = load(dataset, n_train, sparse=layout == "csr")
     classes, y_codes = np.unique(y, return_inverse=True)
     out = dict(config=spec["config"], solver=spec["solver"], m=int(X.shape[0]),
-               cache_size=cache, threads=1)
+               cache_size=cache, threads=1, layout=layout)
     if spec["solver"] == "svc":
-        from sklearn.svm import SVC
-
-        start = time.perf_counter()
-        svc = SVC(C=SVC_C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=cache).fit(X, y)
-        out["fit_time"] = time.perf_counter() - start
-        out["test_error"] = float(np.mean(svc.predict(Xt) != yt))
-        out["n_sv"] = int(svc.n_support_.sum())
-        out["n_iter"] = int(np.sum(svc.n_iter_))
-        out["status"] = "optimal"
+        out.update(fit_svc(X, y, Xt, yt, gamma, cache))
     else:
         from msvm.diagnostics import diagnose
         from msvm.kernels import Kernel
@@ -113,55 +86,26 @@ def run_one(spec: dict) -> dict:
                          trace=spec.get("trace"))
         out["fit_time"] = time.perf_counter() - start
         d = diagnose(problem, sol)
-        beta = problem.beta(sol.alpha)
-        sv = np.flatnonzero(np.any(beta != 0, axis=1))
-        kernel = Kernel(X[sv], "rbf", gamma=gamma)
-        pred = np.concatenate([np.argmax(kernel.block(Xt[k:k + 2000]) @ beta[sv], axis=1)
-                               for k in range(0, len(Xt), 2000)])
+        scores, sv = predict_scores(X, Xt, problem.beta(sol.alpha), gamma)
         hits, misses = sol.info["cache_hits"], sol.info["cache_misses"]
         out.update(
             threads=threads, dual=d.dual_objective, primal=d.primal_objective,
             relative_gap=d.relative_gap, kkt_violation=d.kkt_violation,
-            test_error=float(np.mean(classes[pred] != yt)), n_sv=int(len(sv)),
-            n_iter=int(sol.n_iter), kernel_evaluations=int(sol.n_kernel_evaluations),
+            test_error=float(np.mean(classes[np.argmax(scores, axis=1)] != yt)),
+            n_sv=int(len(sv)), n_iter=int(sol.n_iter),
+            kernel_evaluations=int(sol.n_kernel_evaluations),
             cache_hit_rate=hits / max(hits + misses, 1),
             n_parallel_iter=sol.info["n_parallel_iter"], status=sol.status,
         )
         if "trace" in sol.info:
             out["trace"] = sol.info["trace"]
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
-def spawn(spec: dict, timeout: float | None, script: str = __file__) -> dict:
-    """Run ``spec`` in a subprocess of ``script --worker``; its JSON answer (or the failure)."""
-    cmd = [sys.executable, script, "--worker", json.dumps(spec)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return dict(spec, status="timeout")
-    if proc.returncode != 0:
-        return dict(spec, status="failed", error=proc.stderr[-2000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 # --------------------------------------------------------------- reporting
-def write(rows: list[dict], tag: str, fields=CSV_FIELDS, csv_rows=None) -> tuple[Path, Path]:
-    """``results/<tag>.jsonl`` (every key of every row) and ``results/<tag>.csv`` (``fields``
-    of ``csv_rows``, default all rows)."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    jsonl, csv_path = RESULTS / f"{tag}.jsonl", RESULTS / f"{tag}.csv"
-    with jsonl.open("w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-    with csv_path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows if csv_rows is None else csv_rows)
-    return jsonl, csv_path
-
-
-def median_time(rows, config, solver, **match):
+def median_time(rows, config, solver, **match) -> float | None:
+    """Median fit time of the optimal runs of ``solver`` on ``config`` matching ``match``."""
     times = [r["fit_time"] for r in rows if r["config"] == config and r["solver"] == solver
              and r.get("status") == "optimal" and all(r.get(k) == v for k, v in match.items())]
     return statistics.median(times) if times else None
@@ -185,11 +129,20 @@ def summary(rows: list[dict], configs) -> list[str]:
     return lines
 
 
-def plot_trace(row: dict, path: Path) -> None:
-    import matplotlib
+def layouts(rows: list[dict], configs) -> list[str]:
+    """s2do's median times on dense and on CSR input, per configuration run both ways."""
+    lines = []
+    for c in configs:
+        dense = median_time(rows, c, "s2do", layout="dense")
+        csr = median_time(rows, c, "s2do", layout="csr")
+        if dense and csr:
+            lines.append(f"layout {c}: dense {dense:.2f} s, CSR {csr:.2f} s "
+                         f"(CSR / dense {csr / dense:.2f})")
+    return lines
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def plot_trace(row: dict, path: Path) -> None:
+    plt = pyplot()
 
     t, dual, viol, _ = np.array(row["trace"]).T
     fig, ax = plt.subplots(2, 1, sharex=True, figsize=(6, 5))
@@ -197,7 +150,7 @@ def plot_trace(row: dict, path: Path) -> None:
     ax[0].set_ylabel("dual objective")
     ax[0].set_title(f"s2do on {row['config']} (m={row['m']}, {row['threads']} thread(s))")
     ax[1].semilogy(t, np.maximum(viol, 1e-16), marker=".")
-    ax[1].axhline(CONFIGS[row["config"]][5], color="grey", ls="--", label="tol")
+    ax[1].axhline(CONFIGS[row["config"]].tol, color="grey", ls="--", label="tol")
     ax[1].set_ylabel("max KKT violation")
     ax[1].set_xlabel("seconds")
     ax[1].legend()
@@ -207,10 +160,7 @@ def plot_trace(row: dict, path: Path) -> None:
 
 
 def plot_scaling(rows: list[dict], config: str, path: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
     lines = []
@@ -243,6 +193,11 @@ def main(argv=None) -> int:
                         f"known: {list(CONFIGS)}")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: usps-ww and usps-cs on 1000 examples, once")
+    parser.add_argument("--m", type=int, default=None,
+                        help="first m training examples only (default: the configuration's)")
+    parser.add_argument("--no-csr-compare", action="store_true",
+                        help="skip the extra CSR runs of s2do on the usps and mnist "
+                             "configurations")
     parser.add_argument("--repeat", type=int, default=1, help="runs per solver (median)")
     parser.add_argument("--threads", type=int, default=2, help="s2do threads (default 2)")
     parser.add_argument("--threads-compare", action="store_true",
@@ -252,45 +207,49 @@ def main(argv=None) -> int:
                         help="trace plot (usps-ww) and scaling plot (usps subsets)")
     parser.add_argument("--scaling-config", default="usps-ww",
                         help="usps configuration of the scaling plot")
-    parser.add_argument("--timeout", type=float, default=7200, help="seconds per run")
-    parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    common_arguments(parser, timeout=7200)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(run_one(json.loads(args.worker))))
+        answer(run_one(json.loads(args.worker)))
         return 0
 
     configs = args.configs or (["usps-ww", "usps-cs"] if args.quick else DEFAULT)
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
-    m = 1000 if args.quick else None
+    m = args.m or (1000 if args.quick else None)
+    layout = "csr" if args.sparse else "dense"
     tag = args.tag or time.strftime("s2do-%Y%m%d-%H%M%S")
     specs = []
     for _ in range(args.repeat):
         for c in configs:
             if not args.no_svc:
-                specs.append(dict(config=c, solver="svc", m=m))
-            specs.append(dict(config=c, solver="s2do", m=m, threads=args.threads))
+                specs.append(dict(config=c, solver="svc", m=m, layout=layout))
+            specs.append(dict(config=c, solver="s2do", m=m, threads=args.threads, layout=layout))
             if args.threads_compare and args.threads != 1:
-                specs.append(dict(config=c, solver="s2do", m=m, threads=1))
+                specs.append(dict(config=c, solver="s2do", m=m, threads=1, layout=layout))
+            if (layout == "dense" and not args.no_csr_compare
+                    and CONFIGS[c].dataset in CSR_COMPARE):
+                specs.append(dict(config=c, solver="s2do", m=m, threads=args.threads,
+                                  layout="csr", role="layout"))
     if args.plots:
         specs.append(dict(config="usps-ww", solver="s2do", m=m, threads=args.threads,
-                          trace=0.25, role="trace"))
+                          trace=0.25, role="trace", layout=layout))
         for n in SUBSETS[:2] if args.quick else SUBSETS:
             for _ in range(args.repeat):
                 if not args.no_svc:
                     specs.append(dict(config=args.scaling_config, solver="svc", m=n,
-                                      role="scaling"))
+                                      role="scaling", layout=layout))
                 specs.append(dict(config=args.scaling_config, solver="s2do", m=n,
-                                  threads=args.threads, role="scaling"))
+                                  threads=args.threads, role="scaling", layout=layout))
     rows = []
     for k, spec in enumerate(specs, 1):
-        row = spawn(spec, args.timeout)
+        row = spawn("benchmarks.bench_s2do", spec, args.timeout)
         row["role"] = spec.get("role", "table")
         rows.append(row)
         print(f"[{k}/{len(specs)}] {row['config']} {row['solver']} m={row.get('m')} "
-              f"threads={row.get('threads')}: {row.get('fit_time', float('nan')):.2f} s, "
+              f"threads={row.get('threads')} {row.get('layout')}: "
+              f"{row.get('fit_time', float('nan')):.2f} s, "
               f"test error {100 * row.get('test_error', float('nan')):.2f}%, "
               f"status {row.get('status')}", flush=True)
         if row.get("error"):
@@ -298,10 +257,10 @@ def main(argv=None) -> int:
     table_rows = [r for r in rows if r["role"] == "table" and r.get("threads", 1) in
                   (args.threads, 1) and not (r["solver"] == "s2do"
                                              and r.get("threads") != args.threads)]
-    lines = [f"msvm s2do benchmark {tag}: {platform.platform()}, python "
-             f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
-             f"{os.getloadavg()[0]:.1f} at the end; s2do threads={args.threads}, SVC 1 thread"]
+    lines = [header("s2do", tag, f"s2do threads={args.threads}, SVC 1 thread, {layout} input")]
     lines += summary(table_rows, configs)
+    lines += layouts([r for r in rows if r["role"] in ("table", "layout")
+                      and r.get("threads") == args.threads], configs)
     if args.threads_compare:
         for c in configs:
             t2 = median_time([r for r in rows if r["role"] == "table"], c, "s2do",
@@ -316,7 +275,7 @@ def main(argv=None) -> int:
             plot_trace(trace[0], RESULTS / f"{tag}-trace.png")
         lines += plot_scaling([r for r in rows if r["role"] == "scaling"],
                               args.scaling_config, RESULTS / f"{tag}-scaling.png")
-    jsonl, csv_path = write(rows, tag)
+    jsonl, csv_path = write(rows, tag, CSV_FIELDS)
     (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"wrote {jsonl}, {csv_path}, {RESULTS / (tag + '.txt')}")

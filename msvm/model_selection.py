@@ -135,8 +135,8 @@ def _solve(estimator: MultiClassSVC, setup: FitSetup, warm_start=None,
         options["warm_start"] = warm_start
     if tol is not None and "tol" in options:
         options["tol"] = min(options["tol"], tol)
-    if problem.kernel.is_precomputed and module.STOPPING_RULE is not None:
-        # The iterative solvers limit BLAS threads (~5 ms a call); precomputed rows need none.
+    if problem.kernel.is_precomputed and module.BLAS_THREADS:
+        # Limiting BLAS threads costs a few ms a call; precomputed rows need no BLAS.
         options["blas_threads"] = None
     return module.solve(problem, **options)
 

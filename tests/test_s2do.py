@@ -123,17 +123,16 @@ def test_verbose_progress(capsys):
 def test_cached_violations_are_upper_bounds(model):
     """The lazily refreshed per-example violations never under-estimate the true ones."""
     from msvm._core._s2do import S2DOState
-    from msvm.solvers.s2do import _fast_tables, _tables
+    from msvm.solvers._common import machine_tables
 
     name, X, y, C = CASES[7]
     problem = make_problem(model, X, y, C=C)
     alpha = problem.zeros()
-    tables = _tables(problem)
-    fast = _fast_tables(problem, tables)
-    assert fast is not None
+    tables = machine_tables(problem.machine)
+    assert tables.fast is not None
     state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
                       shift=problem.kernel_shift, tol=TOL, centred=problem.machine.sum_to_zero,
-                      shrinking=False, fast=fast, **tables)
+                      shrinking=False, fast=tables.fast, **tables.shared())
     C_cap = problem.upper_bound
     for _ in range(150):
         if state.run(1, 1e9) == 0:
@@ -167,15 +166,15 @@ def test_shrunk_examples_scores_wait(model):
     steps' exact changes; support vectors (of max-loss machines too) do get shrunk.
     (The M-SVM² has no upper bound, so no support vector to shrink.)"""
     from msvm._core._s2do import S2DOState
-    from msvm.solvers.s2do import _fast_tables, _tables
+    from msvm.solvers._common import machine_tables
 
     name, X, y, C = CASES[7]
     problem = make_problem(model, X, y, C=C)
     alpha = problem.zeros()
-    tables = _tables(problem)
+    tables = machine_tables(problem.machine)
     state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
                       shift=problem.kernel_shift, tol=TOL, centred=problem.machine.sum_to_zero,
-                      shrinking=True, fast=_fast_tables(problem, tables), **tables)
+                      shrinking=True, fast=tables.fast, **tables.shared())
     state.shrink_interval = 5
     checked, shrunk_sv = 0, False
     while state.run(5, 1e9) != 0:
@@ -198,18 +197,18 @@ def test_focus_parks_and_catches_up(model):
     up from the changes of β, so between runs the kept scores and objective are
     exact, and the solution is the same optimum."""
     from msvm._core._s2do import S2DOState
-    from msvm.solvers.s2do import _fast_tables, _tables
+    from msvm.solvers._common import machine_tables
 
     name, X, y, C = CASES[7]
     problem = make_problem(model, X, y, C=C)
     results = []
     for focus_size in (0, len(y) // 8):
         alpha = problem.zeros()
-        tables = _tables(problem)
+        tables = machine_tables(problem.machine)
         state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
                           shift=problem.kernel_shift, tol=TOL,
                           centred=problem.machine.sum_to_zero, shrinking=True,
-                          fast=_fast_tables(problem, tables), **tables)
+                          fast=tables.fast, **tables.shared())
         state.lazy = False            # focus only while cold visits are off
         state.block_steps = True
         state.focus_size = state.focus_min = focus_size

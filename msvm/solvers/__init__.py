@@ -17,6 +17,10 @@ verbose, **options) -> DualSolution`` and declares what it can do:
     (the largest KKT violation in gradient units, re-checked on the float64
     certificate), ``'fw_gap'`` (the Frank–Wolfe gap relative to the dual) or
     None (the reference solvers, which solve to their backend's precision).
+``BLAS_THREADS``
+    Whether ``solve`` takes ``blas_threads``: the BLAS threads while its
+    compiled loop runs (default 1; None leaves the BLAS library's setting,
+    e.g. for a precomputed kernel, whose loop calls no BLAS).
 
 :func:`get_solver` imports a module only when it is asked for, so that e.g.
 cvxpy is not loaded by a user who never calls it.
@@ -118,7 +122,7 @@ def resolve_solver(name: str, problem) -> str:
     ``'frank_wolfe'`` (the only decomposition solver that keeps the bias's
     equality constraints) with a bias, whatever the size.  The reference QP
     solvers are never picked: their cost grows with the cube of the number
-    of variables (``benchmarks/bench_frank_wolfe.py``).
+    of variables (``python -m benchmarks.bench_frank_wolfe``).
     """
     if name == "auto":
         name = "frank_wolfe" if problem.fit_intercept else "s2do"

@@ -31,38 +31,36 @@ Ctrl-C and ``verbose`` progress work on long runs.
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import TIME_SLICE, StallWatch, check_tol, default_max_iter
-from msvm.solvers.s2do import _start
-from msvm.solvers.s2do import _tables as _s2do_tables
+from msvm.solvers import TIME_SLICE, StallWatch, check_tol
+from msvm.solvers._common import (
+    BUDGET,
+    DONE,
+    STALLED,
+    STATUS,
+    TIME_UP,
+    check_trace,
+    drive,
+    iteration_budget,
+    machine_tables,
+    start_point,
+    warn_not_converged,
+)
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
 #: Estimator parameters honoured (see :mod:`msvm.solvers`).
 OPTIONS = frozenset({"tol", "max_iter", "warm_start", "random_state"})
 STOPPING_RULE = "kkt_violation"
+#: ``solve`` takes no ``blas_threads``: its loop calls no BLAS (see :mod:`msvm.solvers`).
+BLAS_THREADS = False
 
-_STATUS = {0: "optimal", 1: "max_iter", 2: "running", 3: "stalled"}
-
-
-def _tables(problem: DualProblem) -> dict:
-    """S2DO's machine tables (:func:`msvm.solvers.s2do._tables`), with ``M`` reduced to
-    its per-class diagonal blocks ``M[y] = ν̄_y ν̄_yᵀ`` (Q, P, P): a visit couples the
-    variables of one example only."""
-    tables = _s2do_tables(problem)
-    Q, P = problem.n_classes, problem.n_slots
-    blocks = tables["M"].reshape(Q, P, Q, P)
-    tables["M"] = np.ascontiguousarray(blocks[np.arange(Q), :, np.arange(Q), :])
-    return tables
-
-
-def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
+def _structure(problem: DualProblem, M: np.ndarray, group_size: np.ndarray):
     """Per class: the subproblem solver (1 exact, 0 iterative), κ_y and ρ_y.
 
     The exact solver needs M_y restricted to the active slots of class y to be
@@ -75,7 +73,6 @@ def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
     kind = np.zeros(Q, dtype=np.int32)
     kappa = np.ones(Q)
     rho = np.zeros(Q)
-    sizes = tables["group_size"]
     for y in range(Q):
         slots = np.flatnonzero(machine.active[y])
         n = len(slots)
@@ -91,7 +88,7 @@ def _structure(problem: DualProblem, M: np.ndarray, tables: dict):
             continue
         if not r * n > -1 + 1e-9:
             continue
-        groups = sizes[y][sizes[y] > 0]
+        groups = group_size[y][group_size[y] > 0]
         if machine.loss == "hinge" and not (np.all(groups == 1) or
                                             (len(groups) == 1 and groups[0] == n)):
             continue
@@ -180,28 +177,27 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tol = check_tol(tol)
     if not (isinstance(time_slice, (int, float)) and time_slice > 0):
         raise ValueError(f"time_slice must be a positive number of seconds, got {time_slice!r}.")
-    if trace is not None and not trace > 0:
-        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
-    budget = default_max_iter(problem.n_samples) if max_iter is None else int(max_iter)
-    if budget < 1:
-        raise ValueError(f"max_iter must be a positive number of passes, got {max_iter!r}.")
-    alpha = _start(problem, warm_start)
+    check_trace(trace)
+    budget = iteration_budget(max_iter, problem.n_samples)
+    alpha = start_point(problem, warm_start)
     X = kernel.X
     m, d = X.shape
     Q = problem.n_classes
     data, indices, indptr = _rows(X)
     sqnorm = np.zeros(m)   # filled by the state
-    tables = _tables(problem)
-    kind, kappa, rho = _structure(problem, tables["M"], tables)
+    # A visit couples the variables of one example only: M's diagonal blocks M[y].
+    tables = machine_tables(problem.machine, fast=False)
+    M = tables.diagonal_blocks()
+    kind, kappa, rho = _structure(problem, M, tables.group_size)
     shift = float(problem.kernel_shift)
     Wt = np.zeros((d, Q))
     B = np.zeros((m, Q) if shift else (1, Q))
     state = LinearState(
         data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
-        tables["M"], tables["gamma"], tables["active"], tables["slack"], tables["group_size"],
-        tables["nz_count"], tables["nz_col"], tables["nz_val"], tables["nu_mean"],
+        M, tables.gamma, tables.active, tables.slack, tables.group_size,
+        tables.nz_count, tables.nz_col, tables.nz_val, tables.nu_mean,
         kind, kappa, rho, float(problem.upper_bound), shift, tol,
-        bool(problem.machine.sum_to_zero), bool(shrinking), _seed(random_state),
+        tables.centred, bool(shrinking), _seed(random_state),
     )
     points = []
 
@@ -218,37 +214,30 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                        int(state.n_iter)))
 
     slice_ = min(float(time_slice), TIME_SLICE)
-    stall = StallWatch(lambda: -dual())
     if trace is not None:
         slice_ = min(slice_, float(trace))
         record()
-    last_trace = time.perf_counter()
+    last = {"trace": time.perf_counter()}
     progress = SolverProgress("linear", tol, enabled=verbose, unit="pass")
     n_start = state.n_iter
-    while True:
-        code = state.run(max(budget - (state.n_iter - n_start), 0), slice_)
-        now = time.perf_counter()
-        if trace is not None and (code != 2 or now - last_trace >= trace):
-            last_trace = now
-            record()
-        if progress.due(final=code != 2):
-            progress.report(state.n_iter, state.last_pass_max, dual=dual(), final=code != 2,
-                            extra=f"active {state.n_work}/{m}")
-        if code != 2:
-            break
-        if stall.stalled():
-            code = 3
-            break
-    progress.close()
-    if code in (1, 3):
-        from sklearn.exceptions import ConvergenceWarning
 
-        reason = (f"at max_iter={budget} passes" if code == 1 else
-                  "after its dual objective stopped increasing (round-off)")
-        warnings.warn(
-            f"linear stopped {reason} with a KKT violation of {state.last_pass_max:.3e} > "
-            f"tol={tol:g}.", ConvergenceWarning, stacklevel=2,
-        )
+    def run() -> int:
+        return state.run(max(budget - (state.n_iter - n_start), 0), slice_)
+
+    def after(code: int) -> None:
+        now = time.perf_counter()
+        if trace is not None and (code != TIME_UP or now - last["trace"] >= trace):
+            last["trace"] = now
+            record()
+        if progress.due(final=code != TIME_UP):
+            progress.report(state.n_iter, state.last_pass_max, dual=dual(),
+                            final=code != TIME_UP, extra=f"active {state.n_work}/{m}")
+
+    code = drive(run, after, StallWatch(lambda: -dual()))
+    progress.close()
+    if code in (BUDGET, STALLED):
+        warn_not_converged("linear", STATUS[code], f"max_iter={budget} passes",
+                           f"with a KKT violation of {state.last_pass_max:.3e} > tol={tol:g}")
     W = coef_from_state(problem, Wt)
     beta = problem.beta(alpha)
     scores = np.asarray(X @ W.T, dtype=np.float64)
@@ -257,7 +246,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     return DualSolution(
         alpha=alpha,
         b=np.zeros(Q),
-        status=_STATUS[code],
+        status=STATUS[code],
         n_iter=int(state.n_iter),
         time=time.perf_counter() - start,
         n_kernel_evaluations=0,
@@ -265,7 +254,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         scores=scores,
         info={
             "coef": W,
-            "max_violation": float(state.last_pass_max if code == 0 else state.max_violation),
+            "max_violation": float(state.last_pass_max if code == DONE else state.max_violation),
             "n_steps": int(state.n_steps),
             "n_visits": int(state.n_visits),
             "n_inner_steps": int(state.n_inner),

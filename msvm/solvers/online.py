@@ -37,7 +37,6 @@ run is reproducible.
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -48,9 +47,20 @@ from msvm._progress import SolverProgress
 from msvm.kernels import KERNEL_CODES, Kernel
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import TIME_SLICE, StallWatch, check_tol, default_max_iter
+from msvm.solvers import TIME_SLICE, StallWatch, check_tol
+from msvm.solvers._common import (
+    BUDGET,
+    STALLED,
+    Clock,
+    check_cache_size,
+    check_trace,
+    drive,
+    iteration_budget,
+    limit_blas_threads,
+    machine_tables,
+    warn_not_converged,
+)
 from msvm.solvers._curve import BuildUpCurve
-from msvm.solvers.s2do import _blas_threads
 
 SUPPORTS_BIAS = False
 SUPPORTS_NO_BIAS = True
@@ -58,14 +68,16 @@ SUPPORTS_NO_BIAS = True
 OPTIONS = frozenset({"tol", "max_iter", "cache_size", "random_state", "online_strategy",
                      "epochs"})
 STOPPING_RULE = "kkt_violation"
+#: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
+BLAS_THREADS = True
 
 #: Working-set strategies of §4.2.2, by their ``online_strategy`` names.
 STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
 DEFAULT_STRATEGY = "s2do_all"
 
 # Return codes of OnlineState.run_pass / finish.
-_DONE, _MAX_STEPS, _TIME_UP, _NO_MEMORY = 0, 1, 2, 3
-_STALLED = -1  # set by _drive, not by the compiled loop
+# Return codes of OnlineState.run_pass / finish beyond those of msvm.solvers._common.
+_NO_MEMORY = 3
 _DENSE, _SPARSE, _GRAM = 0, 1, 2
 
 
@@ -95,89 +107,7 @@ def _seed(rng: np.random.RandomState) -> int:
     return int(rng.randint(1, 2**62, dtype=np.int64))
 
 
-# ----------------------------------------------------------------- tables
-def machine_tables(machine: Machine, fast: bool = True) -> dict:
-    """The machine's arrays in the layout :class:`~msvm._core._online.OnlineState` reads.
-
-    ``M`` (QP, QP), its diagonal, γ, the active slots, the slack groups and
-    their sizes, ν̄ (centred), the non-zeros of the uncentred ν with
-    mean_c ν for sum-to-zero machines (S2DO's gradient from uncentred
-    scores), and, when the machine has the structure S2DO's fast path needs
-    (ν_{y,s,·} = u_y − e_s, slot s ↔ class s, singleton or all-slot slack
-    groups: WW, CS, LLW, M-SVM²) and ``fast`` is true, its tables.
-    """
-    Q, P = machine.n_classes, machine.n_slots
-    nubar = np.ascontiguousarray(machine.nu_centered * machine.active[:, :, None])
-    M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P)
-    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
-    if machine.loss != "hinge":
-        slack[:] = -1
-    R = max(machine.n_slacks, 1)
-    group_size = np.zeros((Q, R), dtype=np.int32)
-    for y in range(Q):
-        for p in range(P):
-            if slack[y, p] >= 0:
-                group_size[y, slack[y, p]] += 1
-    if np.any((group_size > 1).sum(axis=1) > 1):
-        raise ValueError("The online solver handles at most one shared slack group per class.")
-    nu = machine.nu * machine.active[:, :, None]
-    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
-    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
-    nz_val = np.zeros((Q, P, Q))
-    for y in range(Q):
-        for p in range(P):
-            cols = np.flatnonzero(nu[y, p])
-            nz_col[y, p, : len(cols)] = cols
-            nz_val[y, p, : len(cols)] = nu[y, p, cols]
-    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
-    return dict(
-        M=np.ascontiguousarray(M),
-        Mdiag=np.ascontiguousarray(np.diagonal(M).reshape(Q, P)),
-        gamma_t=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
-        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
-        slack=np.ascontiguousarray(slack),
-        group_size=group_size,
-        nubar=nubar,
-        nz_count=nz_count,
-        nz_col=nz_col,
-        nz_val=nz_val,
-        nu_mean=np.ascontiguousarray(nu_mean),
-        fast=_fast_tables(machine, group_size) if fast else None,
-        centred=bool(machine.sum_to_zero),
-    )
-
-
-def _fast_tables(machine: Machine, group_size: np.ndarray):
-    """S2DO's fast-path tables (u_y, κ_y), or None when the machine lacks the structure."""
-    Q, P = machine.n_classes, machine.n_slots
-    if P != Q:
-        return None
-    nu = machine.nu * machine.active[:, :, None]
-    eye = np.eye(Q)
-    u = np.zeros((Q, Q))
-    for y in range(Q):
-        slots = np.flatnonzero(machine.active[y])
-        if len(slots) == 0:
-            continue
-        rows = nu[y, slots] + eye[slots]
-        if not np.allclose(rows, rows[0], rtol=0, atol=1e-15):
-            return None
-        u[y] = rows[0]
-    if np.any(group_size > 1):
-        n_active = machine.active.sum(axis=1)
-        if group_size.shape[1] != 1 or np.any(group_size[:, 0] != n_active):
-            return None
-    u_cnt = np.count_nonzero(u, axis=1).astype(np.int32)
-    u_col = np.zeros((Q, Q), dtype=np.int32)
-    u_val = np.zeros((Q, Q))
-    for y in range(Q):
-        cols = np.flatnonzero(u[y])
-        u_col[y, : len(cols)] = cols
-        u_val[y, : len(cols)] = u[y, cols]
-    kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
-    return dict(u_cnt=u_cnt, u_col=u_col, u_val=u_val, kappa=np.ascontiguousarray(kappa))
-
-
+# ------------------------------------------------------------- data layout
 def _layout(kernel: Kernel):
     """(layout code, n_features, Gram matrix or None) of a kernel's training data."""
     if kernel.is_precomputed or callable(kernel.name):
@@ -192,7 +122,7 @@ def _kcost(layout: int, X) -> float:
     if layout == _GRAM:
         return 2.0
     # Calibrated so that a work unit costs about the same time in every step type
-    # (measured 2.4-2.9 ns per unit on usps and letter, info["time_by_type"]).
+    # (info["time_by_type"]; the README's benchmark notes give the figures).
     if layout == _SPARSE:
         return 8.0 + 0.5 * X.nnz / max(X.shape[0], 1)
     return 8.0 + 0.125 * X.shape[1]
@@ -248,45 +178,44 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
         float(gamma), float(degree), float(coef0), gram, int(n_gid),
         C=float(upper), shift=float(machine.kernel_shift(C)), tol=float(tol),
         strategy=int(strategy), budget_mb=float(cache_size), seed=int(seed), kcost=float(kcost),
-        **machine_tables(machine, fast),
+        **_tables(machine, fast),
     )
 
 
+def _tables(machine: Machine, fast: bool) -> dict:
+    """The machine tables (:func:`~msvm.solvers._common.machine_tables`) as ``OnlineState``
+    takes them: with M's diagonal and ν̄, the slot targets named ``gamma_t``."""
+    tables = machine_tables(machine, fast=fast, max_shared_groups=1)
+    arrays = tables.shared()
+    arrays["gamma_t"] = arrays.pop("gamma")
+    Q, P = tables.gamma.shape
+    return dict(arrays, Mdiag=np.ascontiguousarray(np.diagonal(tables.M).reshape(Q, P)),
+                nubar=tables.nubar, fast=tables.fast, centred=tables.centred)
+
+
 # ------------------------------------------------------------------ driving
-class _Clock:
-    """Solver time: wall-clock time minus the time spent recording curve points."""
-
-    def __init__(self, curve: BuildUpCurve | None):
-        self.start = time.perf_counter()
-        self.curve = curve
-
-    def __call__(self) -> float:
-        spent = self.curve.overhead if self.curve is not None else 0.0
-        return time.perf_counter() - self.start - spent
-
-
 def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
     """Call ``state.run_pass`` or ``state.finish`` in time slices until it returns.
 
     ``budget[0]`` is the number of 2-D steps left (decremented); ``tick()`` is
     called after every slice (progress lines, curve points).  ``finish``, whose
-    every step decreases J, stops with ``_STALLED`` when J stops decreasing
+    every step decreases J, stops with ``STALLED`` when J stops decreasing
     (:class:`~msvm.solvers.StallWatch`); a pass may visit many patterns that
     need no step, so it is not watched.
     """
-    run = getattr(state, method)
+    step = getattr(state, method)
     stall = StallWatch(lambda: state.J) if method == "finish" else None
-    while True:
+
+    def run() -> int:
         before = state.n_steps
-        code = run(max(budget[0], 0), slice_)
+        code = step(max(budget[0], 0), slice_)
         budget[0] -= state.n_steps - before
-        tick()
-        if code == _NO_MEMORY:
-            raise MemoryError("The online solver ran out of memory (support patterns or cache).")
-        if code != _TIME_UP:
-            return code
-        if stall is not None and stall.stalled():
-            return _STALLED
+        return code
+
+    code = drive(run, lambda code: tick(), stall)
+    if code == _NO_MEMORY:
+        raise MemoryError("The online solver ran out of memory (support patterns or cache).")
+    return code
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
@@ -356,20 +285,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tol = check_tol(tol)
     strategy = check_strategy(online_strategy)
     epochs = check_epochs(epochs)
-    if not (isinstance(cache_size, (int, float)) and cache_size > 0):
-        raise ValueError(f"cache_size must be a positive number of MB, got {cache_size!r}.")
-    if max_iter is not None and (not isinstance(max_iter, Integral) or max_iter < 1):
-        raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
+    cache_size = check_cache_size(cache_size)
+    max_steps = iteration_budget(max_iter, problem.n_samples)
+    check_trace(trace, test_set)
     rng = check_random_state(random_state)
     kernel = problem.kernel
     m = problem.n_samples
     layout, n_features, gram = _layout(kernel)
-    curve = None
-    if trace is not None:
-        curve = BuildUpCurve(trace, kernel, test_set)
-    elif test_set is not None:
-        raise ValueError("test_set needs trace (the interval of the curve points).")
-    clock = _Clock(curve)
+    curve = None if trace is None else BuildUpCurve(trace, kernel, test_set)
+    clock = Clock(curve)
     state = new_state(
         problem.machine, problem.C, layout=layout, n_features=n_features,
         kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
@@ -381,7 +305,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                           kernel.degree, kernel.coef0, gram)
     y = np.ascontiguousarray(problem.y, dtype=np.intp)
     gids = np.arange(m, dtype=np.intp)
-    budget = [default_max_iter(m) if max_iter is None else int(max_iter)]
+    budget = [max_steps]
     epoch = 0
     phase = "pass"
     progress = SolverProgress("online", tol, enabled=verbose, unit="steps")
@@ -415,7 +339,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     best_J = np.inf
     if curve is not None:
         tick(force=True)
-    with _blas_threads(blas_threads):
+    with limit_blas_threads(blas_threads):
         while status is None:
             if epochs is not None and epoch >= epochs:
                 status = "epoch_limit"
@@ -425,7 +349,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                             arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"], y, gids,
                             rng.permutation(m).astype(np.intp))
             code = _drive(state, "run_pass", budget, slice_, tick)
-            if code == _MAX_STEPS:
+            if code == BUDGET:
                 status = "max_iter"
                 break
             if curve is not None:
@@ -437,22 +361,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                     break
                 phase = "finish"
                 code = _drive(state, "finish", budget, slice_, tick)
-                if code in (_MAX_STEPS, _STALLED) or not state.J < best_J:
+                if code in (BUDGET, STALLED) or not state.J < best_J:
                     # An epoch and a finish that did not decrease J: round-off decides.
-                    status = "max_iter" if code == _MAX_STEPS else "stalled"
+                    status = "max_iter" if code == BUDGET else "stalled"
                     break
                 best_J = state.J
     if curve is not None or verbose:
         tick(force=True, final=True)
     if status in ("max_iter", "stalled"):
-        from sklearn.exceptions import ConvergenceWarning
-
-        reason = ("at max_iter" if status == "max_iter" else
-                  "because its dual objective stopped increasing (round-off)")
-        warnings.warn(
-            f"online stopped {reason} in epoch {epoch + 1} with a KKT violation of "
-            f"{state.max_violation():.3e} > tol={tol:g}.", ConvergenceWarning, stacklevel=2,
-        )
+        warn_not_converged("online", status, f"max_iter={max_steps} steps",
+                           f"in epoch {epoch + 1} with a KKT violation of "
+                           f"{state.max_violation():.3e} > tol={tol:g}")
     gids_sp, _, alpha_sp, _ = state.support()
     alpha = problem.zeros()
     alpha[gids_sp] = alpha_sp
@@ -636,13 +555,13 @@ class OnlineStream:
                                 extra=f"chunk {self.n_calls + 1} {self.state.pos}/{n}  "
                                       f"support patterns {self.state.n_sp}")
 
-        with _blas_threads(1):
+        with limit_blas_threads(1):
             code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
         progress.close()
         self.n_seen += n
         self.n_calls += 1
         self.time += time.perf_counter() - start
-        return "max_iter" if code == _MAX_STEPS else "epoch_limit"
+        return "max_iter" if code == BUDGET else "epoch_limit"
 
     def support(self):
         """(indices, labels, α, β̄, features) of the support patterns.

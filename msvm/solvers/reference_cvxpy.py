@@ -22,6 +22,8 @@ SUPPORTS_NO_BIAS = True
 #: Estimator parameters honoured (see :mod:`msvm.solvers`).
 OPTIONS = frozenset({"max_iter"})
 STOPPING_RULE = None
+#: ``solve`` takes no ``blas_threads`` (see :mod:`msvm.solvers`).
+BLAS_THREADS = False
 
 CLARABEL_TOL = 1e-11
 

@@ -23,6 +23,8 @@ SUPPORTS_NO_BIAS = True
 #: Estimator parameters honoured (see :mod:`msvm.solvers`).
 OPTIONS = frozenset({"max_iter"})
 STOPPING_RULE = None
+#: ``solve`` takes no ``blas_threads`` (see :mod:`msvm.solvers`).
+BLAS_THREADS = False
 
 OSQP_EPS = 1e-10
 # (eps, settings) tried in turn until one is solved (and, at a looser eps than

@@ -25,14 +25,28 @@ optimum (``tests/test_s2do_options.py`` checks every combination).
 from __future__ import annotations
 
 import time
-import warnings
-from contextlib import contextmanager
 
 import numpy as np
 
 from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import STALL_SECONDS, TIME_SLICE, StallWatch, check_tol, default_max_iter
+from msvm.solvers import TIME_SLICE, StallWatch, check_tol
+from msvm.solvers._common import (
+    BUDGET,
+    STALLED,
+    STATUS,
+    TIME_UP,
+    Clock,
+    check_trace,
+    drive,
+    float32,
+    iteration_budget,
+    limit_blas_threads,
+    machine_tables,
+    n_threads,
+    start_point,
+    warn_not_converged,
+)
 from msvm.solvers._curve import BuildUpCurve
 
 SUPPORTS_BIAS = False
@@ -43,147 +57,8 @@ OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size", "cache_dtype
 STOPPING_RULE = "kkt_violation"
 #: The switches of :func:`solve` that only make the loop faster (all False: Algorithm 3).
 ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch")
-
-_STATUS = {0: "optimal", 1: "max_iter", 2: "running", 3: "stalled"}
-
-
-def _tables(problem: DualProblem):
-    """The machine's arrays in the layout the Cython loop reads."""
-    machine = problem.machine
-    Q, P = machine.n_classes, machine.n_slots
-    nu_bar = problem.nu  # centred when sum-to-zero
-    M = np.einsum("ypc,zqc->ypzq", nu_bar, nu_bar).reshape(Q * P, Q * P)
-    nu = machine.nu * machine.active[:, :, None]
-    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
-    nz_col = np.zeros((Q, P, Q), dtype=np.int32)
-    nz_val = np.zeros((Q, P, Q))
-    for y in range(Q):
-        for p in range(P):
-            cols = np.flatnonzero(nu[y, p])
-            nz_col[y, p, : len(cols)] = cols
-            nz_val[y, p, : len(cols)] = nu[y, p, cols]
-    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
-    slack = np.where(machine.active, machine.slack, -1).astype(np.int32)
-    if machine.loss != "hinge":
-        slack[:] = -1
-    R = max(machine.n_slacks, 1)
-    group_size = np.zeros((Q, R), dtype=np.int32)
-    for y in range(Q):
-        for p in range(P):
-            if slack[y, p] >= 0:
-                group_size[y, slack[y, p]] += 1
-    return dict(
-        M=np.ascontiguousarray(M),
-        gamma=np.ascontiguousarray(np.where(machine.active, machine.gamma, 0.0)),
-        active=np.ascontiguousarray(machine.active, dtype=np.uint8),
-        slack=np.ascontiguousarray(slack),
-        group_size=group_size,
-        nz_count=nz_count,
-        nz_col=nz_col,
-        nz_val=nz_val,
-        nu_mean=np.ascontiguousarray(nu_mean),
-    )
-
-
-def _fast_tables(problem: DualProblem, tables: dict):
-    """Tables of the fast path, or None when the machine does not have its structure.
-
-    The fast path needs every active constraint of class y to read
-    ν_{y,s,·} = u_y − e_s (slot s compares class s with a per-class
-    combination u_y: WW, CS, LLW, M-SVM²), and the slack groups to be either
-    all singletons (sum-loss) or one group of all slots (max-loss), and Q ≤ 64.
-    """
-    machine = problem.machine
-    Q, P = machine.n_classes, machine.n_slots
-    if P != Q or P > 64:   # the solver keeps 64-bit slot masks per example
-        return None
-    nu = machine.nu * machine.active[:, :, None]
-    eye = np.eye(Q)
-    u = np.zeros((Q, Q))
-    for y in range(Q):
-        slots = np.flatnonzero(machine.active[y])
-        if len(slots) == 0:
-            continue
-        rows = nu[y, slots] + eye[slots]
-        if not np.allclose(rows, rows[0], rtol=0, atol=1e-15):
-            return None
-        u[y] = rows[0]
-    sizes = tables["group_size"]
-    if np.any(sizes > 1):
-        n_active = machine.active.sum(axis=1)
-        if sizes.shape[1] != 1 or np.any(sizes[:, 0] != n_active):
-            return None
-    u_cnt = np.count_nonzero(u, axis=1).astype(np.int32)
-    u_col = np.zeros((Q, Q), dtype=np.int32)
-    u_val = np.zeros((Q, Q))
-    for y in range(Q):
-        cols = np.flatnonzero(u[y])
-        u_col[y, : len(cols)] = cols
-        u_val[y, : len(cols)] = u[y, cols]
-    kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
-    return dict(u_cnt=u_cnt, u_col=u_col, u_val=u_val, kappa=np.ascontiguousarray(kappa))
-
-
-def _start(problem: DualProblem, warm_start) -> np.ndarray:
-    """A feasible α to start from: zeros, or the warm start made feasible.
-
-    Negative entries are clipped, slack groups over C scaled back to C (the
-    shape of a solution for a larger C is kept), and with a bias the result is
-    projected onto the equality constraints too
-    (:func:`msvm.diagnostics.project_feasible`).
-    """
-    if warm_start is None:
-        return problem.zeros()
-    alpha = warm_start.alpha if isinstance(warm_start, DualSolution) else warm_start
-    alpha = np.array(alpha, dtype=np.float64, order="C")
-    if alpha.shape != (problem.n_samples, problem.n_slots):
-        raise ValueError(
-            f"warm_start has shape {alpha.shape}, expected {(problem.n_samples, problem.n_slots)}."
-        )
-    alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
-    if problem.machine.loss == "hinge":
-        # Scale every over-full slack group back to C (e.g. after decreasing C).
-        sums = problem.slack_sums(alpha)
-        for r in range(problem.machine.n_slacks):
-            member = problem.slack == r
-            factor = np.where(sums[:, r] > problem.C, problem.C / np.maximum(sums[:, r], 1e-300),
-                              1.0)
-            alpha = np.where(member, alpha * factor[:, None], alpha)
-    if problem.fit_intercept:
-        from msvm.diagnostics import project_feasible
-
-        alpha = project_feasible(problem, alpha)
-    return np.ascontiguousarray(alpha)
-
-
-def _n_threads(n_jobs) -> int:
-    """Threads for ``n_jobs`` (joblib's convention: None → 1, −1 → all cores)."""
-    from joblib import effective_n_jobs
-
-    if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool)
-                               or n_jobs == 0):
-        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
-    return max(1, int(effective_n_jobs(n_jobs)))
-
-
-def _float32(cache_dtype) -> bool:
-    """Whether ``cache_dtype`` asks for single-precision Gram rows."""
-    if cache_dtype in ("float64", np.float64):
-        return False
-    if cache_dtype in ("float32", np.float32):
-        return True
-    raise ValueError(f"cache_dtype must be 'float64' or 'float32', got {cache_dtype!r}.")
-
-
-@contextmanager
-def _blas_threads(n):
-    if n is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=int(n), user_api="blas"):
-        yield
+#: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
+BLAS_THREADS = True
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
@@ -232,8 +107,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         BLAS threads for the Gram-row products while the loop runs (default
         1; None leaves the BLAS library's setting).  A row is one ``dgemv``
         of m × d, too small to share: OpenBLAS's worker threads then
-        busy-wait between calls and take the core the loop runs on (measured
-        on usps, m = 2000: 12.7 s with the default threads, 1.8 s with one).
+        busy-wait between calls and take the core the loop runs on (the
+        README's benchmark notes give the cost).
     n_jobs : int or None
         OpenMP threads for the Gram rows and the per-step passes over the
         examples (joblib's convention: None means 1, −1 all cores).  The
@@ -257,9 +132,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         variable by violation, second by Algorithm 4 within the block) until
         their largest violation falls below a tenth of where it started,
         before the pass over all examples (default).  Those steps cost O(P)
-        each against O(m) for a pass: usps-llw needs 5 400 passes instead of
-        430 000.  False: exactly one 2-D step per iteration (seed 004,
-        Algorithm 3).
+        each against O(m) for a pass, so far fewer passes are needed (README,
+        benchmark notes).  False: exactly one 2-D step per iteration (seed
+        004, Algorithm 3).
     block_size : int
         Examples per block with ``block_steps``, 2 to
         :data:`msvm._core._s2do.MAX_BLOCK_SIZE` (8, the default).
@@ -299,30 +174,26 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     if problem.fit_intercept:
         raise ValueError("Solver 's2do' cannot handle a bias; use fit_intercept=False.")
-    start = time.perf_counter()
+    check_trace(trace, test_set)
+    curve = None if trace is None else BuildUpCurve(trace, problem.kernel, test_set)
+    clock = Clock(curve)
     tol = check_tol(tol)
-    budget = default_max_iter(problem.n_samples) if max_iter is None else int(max_iter)
+    budget = iteration_budget(max_iter, problem.n_samples)
     # Options first: the state's constructor computes Gram rows for a warm start.
     if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
         raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
                          f"got {block_size!r}.")
-    if trace is not None and not trace > 0:
-        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
-    if test_set is not None and trace is None:
-        raise ValueError("test_set needs trace (the interval of the curve points).")
-    alpha = _start(problem, warm_start)
-    n_threads = _n_threads(n_jobs)
-    cache = problem.kernel.cache(cache_size, float32=_float32(cache_dtype), n_threads=n_threads)
-    C = problem.upper_bound
-    tables = _tables(problem)
-    with _blas_threads(blas_threads):  # the constructor computes the rows of a warm start
+    alpha = start_point(problem, warm_start)
+    threads = n_threads(n_jobs)
+    cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
+    tables = machine_tables(problem.machine, fast=fast)
+    with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
         state = S2DOState(
-            cache, problem.y, alpha, C=float(C), shift=float(problem.kernel_shift), tol=tol,
-            centred=bool(problem.machine.sum_to_zero), shrinking=bool(shrinking),
-            fast=_fast_tables(problem, tables) if fast else None, n_threads=n_threads, **tables,
+            cache, problem.y, alpha, C=float(problem.upper_bound),
+            shift=float(problem.kernel_shift), tol=tol, centred=tables.centred,
+            shrinking=bool(shrinking), fast=tables.fast, n_threads=threads, **tables.shared(),
         )
     points = []
-    curve = None if trace is None else BuildUpCurve(trace, problem.kernel, test_set)
 
     def model():
         beta = problem.beta(alpha)
@@ -331,7 +202,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         return (sv if kernel.is_precomputed or callable(kernel.name) else kernel.X[sv]), beta[sv]
 
     def record():
-        elapsed = time.perf_counter() - start - curve.overhead
+        elapsed = clock()
         dual = -state.objective()
         points.append((elapsed, dual, state.max_violation, int(state.n_iter)))
         curve.record(elapsed, cache.n_kernel_evaluations, dual, state.n_iter, model=model,
@@ -339,7 +210,6 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     progress = SolverProgress("s2do", tol, enabled=verbose)
-    stall = StallWatch(state.objective)
     state.tune_threads = bool(tune_threads)
     state.lazy = bool(lazy)
     state.block_steps = bool(block_steps)
@@ -348,45 +218,37 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if not focus:
         state.focus_size = 0
     n_start = state.n_iter
-    if trace is not None:
-        record()
-    while True:
-        remaining = budget - (state.n_iter - n_start)
-        with _blas_threads(blas_threads):
-            code = state.run(max(remaining, 0), slice_)
+
+    def run() -> int:
+        with limit_blas_threads(blas_threads):
+            return state.run(max(budget - (state.n_iter - n_start), 0), slice_)
+
+    def after(code: int) -> None:
         if trace is not None:
             record()
-        if progress.due(final=code != 2):
+        if progress.due(final=code != TIME_UP):
             progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
-                            hits=cache.n_hits, misses=cache.n_misses, final=code != 2,
+                            hits=cache.n_hits, misses=cache.n_misses, final=code != TIME_UP,
                             extra=f"active {state.n_work}/{problem.n_samples}")
-        if code != 2:
-            break
-        if stall.stalled():
-            code = 3
-            break
-    progress.close()
-    if code in (1, 3):
-        from sklearn.exceptions import ConvergenceWarning
 
-        reason = (f"at max_iter={budget} iterations" if code == 1 else
-                  f"after its dual objective stopped increasing for {STALL_SECONDS:g} s "
-                  "(round-off)")
-        warnings.warn(
-            f"s2do stopped {reason} with a KKT violation of {state.max_violation:.3e} > "
-            f"tol={tol:g}.", ConvergenceWarning, stacklevel=2,
-        )
-    elapsed = time.perf_counter() - start - (curve.overhead if curve is not None else 0.0)
+    if trace is not None:
+        record()
+    code = drive(run, after, StallWatch(state.objective))
+    progress.close()
+    if code in (BUDGET, STALLED):
+        warn_not_converged("s2do", STATUS[code], f"max_iter={budget} iterations",
+                           f"with a KKT violation of {state.max_violation:.3e} > tol={tol:g}")
+    elapsed = clock()
     certified, certify_time = None, 0.0
     if certify:
         tic = time.perf_counter()
-        with _blas_threads(blas_threads):
+        with limit_blas_threads(blas_threads):
             certified = problem.scores(problem.beta(alpha), cache=cache)
         certify_time = time.perf_counter() - tic
     return DualSolution(
         alpha=alpha,
         b=np.zeros(problem.n_classes),
-        status=_STATUS[code],
+        status=STATUS[code],
         n_iter=int(state.n_iter),
         time=elapsed,
         n_kernel_evaluations=int(cache.n_kernel_evaluations),
@@ -398,7 +260,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_steps": int(state.n_steps),
             "n_unshrink": int(state.n_unshrink),
             "n_focus": int(state.n_focus),
-            "n_threads": n_threads,
+            "n_threads": threads,
             "n_parallel_iter": int(state.n_parallel_iter),
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),

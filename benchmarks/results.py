@@ -1,0 +1,70 @@
+"""The results writer of the benchmarks: ``results/`` files, summary headers, plots.
+
+A benchmark writes its runs as JSON lines (every key of every run, curves
+included) and a CSV of chosen columns (:func:`write`), a text summary that
+starts with :func:`header`, and matplotlib figures drawn with :func:`pyplot`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+from pathlib import Path
+
+#: Where every benchmark writes (``benchmarks/results/``).
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def write(rows: list[dict], tag: str, fields: list[str],
+          csv_rows: list[dict] | None = None) -> tuple[Path, Path]:
+    """``results/<tag>.jsonl`` (every row) and ``results/<tag>.csv`` (``fields`` of
+    ``csv_rows``, default every row); returns the two paths."""
+    jsonl, csv_path = RESULTS / f"{tag}.jsonl", RESULTS / f"{tag}.csv"
+    write_jsonl(rows, jsonl)
+    write_csv(rows if csv_rows is None else csv_rows, csv_path, fields)
+    return jsonl, csv_path
+
+
+def write_jsonl(rows: list[dict], path: Path, append: bool = False) -> Path:
+    """One JSON line per row (appended to ``path`` with ``append``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def write_json(rows: list[dict], path: Path) -> Path:
+    """The rows as one indented JSON list."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows, indent=2) + "\n")
+    return path
+
+
+def write_csv(rows: list[dict], path: Path, fields: list[str]) -> Path:
+    """A CSV of ``fields`` (other keys ignored, missing ones empty)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def header(benchmark: str, tag: str, details: str) -> str:
+    """The first line of a summary: the machine, Python, the load at the end, ``details``."""
+    return (f"msvm {benchmark} benchmark {tag}: {platform.platform()}, python "
+            f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
+            f"{os.getloadavg()[0]:.1f} at the end; {details}")
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt

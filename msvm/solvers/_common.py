@@ -1,0 +1,360 @@
+"""What the iterative solvers share: machine tables, starting point, option checks, driving.
+
+The solver modules (:mod:`~msvm.solvers.s2do`, :mod:`~msvm.solvers.online`,
+:mod:`~msvm.solvers.linear`, :mod:`~msvm.solvers.frank_wolfe`) differ in
+their algorithms, not in the chores around them; each chore has one
+implementation here, so that every solver does it the same way:
+
+* :func:`machine_tables`: the machine's arrays in the layout the compiled
+  loops read, built once, with every structural guard in one place;
+* :func:`start_point`: the feasible α a run starts from (zeros or a warm
+  start made feasible);
+* option checks (:func:`iteration_budget`, :func:`check_cache_size`,
+  :func:`check_trace`, :func:`n_threads`, :func:`float32`) raising the same
+  ``ValueError`` for the same mistake;
+* :func:`limit_blas_threads`: the BLAS thread limit while a compiled loop runs;
+* :func:`drive`: the time-sliced call of a compiled loop, with the stall
+  watch, and :data:`STATUS`: its return codes as the status names of
+  :class:`~msvm.problem.DualSolution`;
+* :func:`warn_not_converged`: the one ``ConvergenceWarning`` of a run that
+  ended before its stopping rule held.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+
+from msvm.machines import Machine
+from msvm.problem import DualProblem, DualSolution
+from msvm.solvers import StallWatch, default_max_iter
+
+#: Return codes of the compiled loops' ``run`` methods (S2DO, online, linear):
+#: stopping rule met, budget spent, time slice over (call again).
+DONE, BUDGET, TIME_UP = 0, 1, 2
+#: Set by :func:`drive` when the objective stopped improving; never returned by a
+#: compiled loop (the online loop's 3 means out of memory).
+STALLED = -1
+#: Status of a :class:`~msvm.problem.DualSolution` for each final code.
+STATUS = {DONE: "optimal", BUDGET: "max_iter", STALLED: "stalled"}
+
+#: The fast path's slot masks are 64-bit words (one bit per slot).
+MAX_FAST_SLOTS = 64
+
+
+# ----------------------------------------------------------- machine tables
+@dataclass(frozen=True)
+class MachineTables:
+    """A machine's arrays in the layout the compiled solvers read (:func:`machine_tables`).
+
+    Attributes
+    ----------
+    M : float64 (Q·P, Q·P)
+        ν̄_{y,p}·ν̄_{z,q} of the active slots (ν̄ centred for sum-to-zero
+        machines): H = M ⊗ K.
+    gamma : float64 (Q, P)
+        γ_{y,p}, zero on inactive slots.
+    active : uint8 (Q, P)
+    slack : int32 (Q, P)
+        Slack group of each active slot, −1 for inactive slots and for the
+        quadratic loss (no upper bound).
+    group_size : int32 (Q, max(R, 1))
+        Active slots per slack group.
+    nz_count, nz_col, nz_val : int32 (Q, P), int32 (Q, P, Q), float64 (Q, P, Q)
+        The non-zeros of the uncentred ν of the active slots, per (class, slot).
+    nu_mean : float64 (Q, P)
+        mean_c ν_{y,p,c} for sum-to-zero machines (the gradient from
+        uncentred scores), else zeros.
+    nubar : float64 (Q, P, Q)
+        ν̄ on the active slots.
+    centred : bool
+        Whether the machine is sum-to-zero.
+    fast : dict or None
+        The fast path's tables (``u_cnt``, ``u_col``, ``u_val``, ``kappa``;
+        :func:`machine_tables`), or None when the machine lacks its structure.
+    """
+
+    M: np.ndarray
+    gamma: np.ndarray
+    active: np.ndarray
+    slack: np.ndarray
+    group_size: np.ndarray
+    nz_count: np.ndarray
+    nz_col: np.ndarray
+    nz_val: np.ndarray
+    nu_mean: np.ndarray
+    nubar: np.ndarray
+    centred: bool
+    fast: dict | None
+
+    def shared(self) -> dict:
+        """The arrays every compiled solver takes, by the keyword names of its constructor."""
+        return dict(M=self.M, gamma=self.gamma, active=self.active, slack=self.slack,
+                    group_size=self.group_size, nz_count=self.nz_count, nz_col=self.nz_col,
+                    nz_val=self.nz_val, nu_mean=self.nu_mean)
+
+    def diagonal_blocks(self) -> np.ndarray:
+        """M's per-class diagonal blocks M[y] = ν̄_y ν̄_yᵀ, shape (Q, P, P)."""
+        Q = self.gamma.shape[0]
+        P = self.gamma.shape[1]
+        blocks = self.M.reshape(Q, P, Q, P)
+        return np.ascontiguousarray(blocks[np.arange(Q), :, np.arange(Q), :])
+
+
+def machine_tables(machine: Machine, *, fast: bool = True,
+                   max_shared_groups: int | None = None) -> MachineTables:
+    """The machine's arrays for the compiled solvers, built once for all of them.
+
+    Every table depends on the machine only (not on the data), so the
+    online solver's stream, which has no :class:`~msvm.problem.DualProblem`,
+    builds them the same way as a batch solve (``problem.machine``).
+
+    Parameters
+    ----------
+    machine : Machine
+    fast : bool
+        Build the fast path's tables when the machine has its structure;
+        False gives ``fast=None`` (the generic bookkeeping).
+    max_shared_groups : int, optional
+        Raise ``ValueError`` when a class has more slack groups shared by
+        several slots than this (the online solver keeps one shared-group
+        sum per pattern: ``max_shared_groups=1``).
+
+    Returns
+    -------
+    MachineTables
+
+    Notes
+    -----
+    The guards, all here:
+
+    * the fast path (cached per-example extremes of S2DO and of the online
+      solver) needs every active slot s of class y to read ν_{y,s,·} =
+      u_y − e_s (slot s compares class s with a per-class combination u_y:
+      WW, CS, LLW, M-SVM²), the slack groups to be all singletons
+      (sum-loss) or one group of every active slot (max-loss), and
+      P ≤ :data:`MAX_FAST_SLOTS`: S2DO keeps the slots an example may move
+      as 64-bit masks.  The limit holds for every solver, so that the same
+      machine takes the same path whichever solver runs it;
+    * ``max_shared_groups`` (above).
+    """
+    Q, P = machine.n_classes, machine.n_slots
+    active = machine.active
+    nubar = np.ascontiguousarray(machine.nu_centered * active[:, :, None])
+    M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P)
+    slack = np.where(active, machine.slack, -1).astype(np.int32)
+    if machine.loss != "hinge":
+        slack[:] = -1
+    group_size = np.zeros((Q, max(machine.n_slacks, 1)), dtype=np.int32)
+    for y in range(Q):
+        for p in range(P):
+            if slack[y, p] >= 0:
+                group_size[y, slack[y, p]] += 1
+    if max_shared_groups is not None and np.any((group_size > 1).sum(axis=1)
+                                                > max_shared_groups):
+        raise ValueError(f"This solver handles at most {max_shared_groups} shared slack "
+                         "group(s) per class.")
+    nu = machine.nu * active[:, :, None]
+    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
+    nz_col, nz_val = _nonzeros(nu.reshape(Q * P, Q))
+    nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
+    return MachineTables(
+        M=np.ascontiguousarray(M),
+        gamma=np.ascontiguousarray(np.where(active, machine.gamma, 0.0)),
+        active=np.ascontiguousarray(active, dtype=np.uint8),
+        slack=np.ascontiguousarray(slack),
+        group_size=group_size,
+        nz_count=nz_count,
+        nz_col=nz_col.reshape(Q, P, Q),
+        nz_val=nz_val.reshape(Q, P, Q),
+        nu_mean=np.ascontiguousarray(nu_mean),
+        nubar=nubar,
+        centred=bool(machine.sum_to_zero),
+        fast=_fast_tables(machine, nu, group_size) if fast else None,
+    )
+
+
+def _nonzeros(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, its non-zero columns and values, left-aligned and zero-padded."""
+    cols = np.zeros(rows.shape, dtype=np.int32)
+    vals = np.zeros(rows.shape)
+    for r, row in enumerate(rows):
+        nz = np.flatnonzero(row)
+        cols[r, : len(nz)] = nz
+        vals[r, : len(nz)] = row[nz]
+    return cols, vals
+
+
+def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> dict | None:
+    """(u_y, κ_y) of the fast path, or None when the machine lacks its structure."""
+    Q, P = machine.n_classes, machine.n_slots
+    if P != Q or P > MAX_FAST_SLOTS:
+        return None
+    eye = np.eye(Q)
+    u = np.zeros((Q, Q))
+    for y in range(Q):
+        slots = np.flatnonzero(machine.active[y])
+        if len(slots) == 0:
+            continue
+        rows = nu[y, slots] + eye[slots]
+        if not np.allclose(rows, rows[0], rtol=0, atol=1e-15):
+            return None
+        u[y] = rows[0]
+    if np.any(group_size > 1):
+        n_active = machine.active.sum(axis=1)
+        if group_size.shape[1] != 1 or np.any(group_size[:, 0] != n_active):
+            return None
+    u_col, u_val = _nonzeros(u)
+    kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
+    return dict(u_cnt=np.count_nonzero(u, axis=1).astype(np.int32), u_col=u_col, u_val=u_val,
+                kappa=np.ascontiguousarray(kappa))
+
+
+# ----------------------------------------------------------- starting point
+def start_point(problem: DualProblem, warm_start) -> np.ndarray:
+    """A feasible α to start from: zeros, or the warm start made feasible.
+
+    Negative entries are clipped, slack groups over C scaled back to C (the
+    shape of a solution for a larger C is kept), and with a bias the result is
+    projected onto the equality constraints too
+    (:func:`msvm.diagnostics.project_feasible`).
+    """
+    if warm_start is None:
+        return problem.zeros()
+    alpha = warm_start.alpha if isinstance(warm_start, DualSolution) else warm_start
+    alpha = np.array(alpha, dtype=np.float64, order="C")
+    if alpha.shape != (problem.n_samples, problem.n_slots):
+        raise ValueError(
+            f"warm_start has shape {alpha.shape}, expected {(problem.n_samples, problem.n_slots)}."
+        )
+    alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
+    if problem.machine.loss == "hinge":
+        # Scale every over-full slack group back to C (e.g. after decreasing C).
+        sums = problem.slack_sums(alpha)
+        for r in range(problem.machine.n_slacks):
+            member = problem.slack == r
+            factor = np.where(sums[:, r] > problem.C, problem.C / np.maximum(sums[:, r], 1e-300),
+                              1.0)
+            alpha = np.where(member, alpha * factor[:, None], alpha)
+    if problem.fit_intercept:
+        from msvm.diagnostics import project_feasible
+
+        alpha = project_feasible(problem, alpha)
+    return np.ascontiguousarray(alpha)
+
+
+# ------------------------------------------------------------ option checks
+def iteration_budget(max_iter, n_samples: int) -> int:
+    """``max_iter`` checked (a positive integer or None), None replaced by the default budget."""
+    if max_iter is None:
+        return default_max_iter(n_samples)
+    if not isinstance(max_iter, Integral) or isinstance(max_iter, bool) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
+    return int(max_iter)
+
+
+def check_cache_size(cache_size) -> float:
+    """``cache_size`` as a positive number of MB (ValueError otherwise)."""
+    if not isinstance(cache_size, Real) or isinstance(cache_size, bool) or not cache_size > 0:
+        raise ValueError(f"cache_size must be a positive number of MB, got {cache_size!r}.")
+    return float(cache_size)
+
+
+def check_trace(trace, test_set=None) -> None:
+    """``trace`` is None or a positive number of seconds; ``test_set`` needs ``trace``."""
+    if trace is not None and not (isinstance(trace, Real) and trace > 0):
+        raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
+    if test_set is not None and trace is None:
+        raise ValueError("test_set needs trace (the interval of the curve points).")
+
+
+def n_threads(n_jobs) -> int:
+    """Threads for ``n_jobs`` (joblib's convention: None → 1, −1 → all cores)."""
+    from joblib import effective_n_jobs
+
+    if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool)
+                               or n_jobs == 0):
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
+    return max(1, int(effective_n_jobs(n_jobs)))
+
+
+def float32(cache_dtype) -> bool:
+    """Whether ``cache_dtype`` asks for single-precision Gram rows."""
+    if cache_dtype in ("float64", np.float64):
+        return False
+    if cache_dtype in ("float32", np.float32):
+        return True
+    raise ValueError(f"cache_dtype must be 'float64' or 'float32', got {cache_dtype!r}.")
+
+
+# ------------------------------------------------------------------ driving
+@contextmanager
+def limit_blas_threads(n: int | None):
+    """Limit the BLAS library to ``n`` threads inside the block (None: leave it).
+
+    A compiled loop's BLAS calls are small (one Gram row, one dgemv of m × d):
+    BLAS worker threads would busy-wait between them on the core the loop
+    needs, so the solvers run with one BLAS thread by default.
+    """
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=int(n), user_api="blas"):
+        yield
+
+
+def drive(run: Callable[[], int], after: Callable[[int], None] | None = None,
+          stall: StallWatch | None = None) -> int:
+    """Run a compiled loop in time slices until it stops; its final code.
+
+    ``run()`` runs one slice and returns the loop's code; ``after(code)`` is
+    called after every slice (curve points, progress lines).  While the code
+    is :data:`TIME_UP`, the loop goes on unless ``stall`` says the objective
+    stopped improving: then the result is :data:`STALLED`.
+    """
+    while True:
+        code = run()
+        if after is not None:
+            after(code)
+        if code != TIME_UP:
+            return code
+        if stall is not None and stall.stalled():
+            return STALLED
+
+
+class Clock:
+    """Solver time: wall-clock seconds since creation minus the time spent on curve points.
+
+    ``curve`` is a :class:`~msvm.solvers._curve.BuildUpCurve` (its
+    ``overhead``: the seconds spent evaluating test errors) or None.
+    """
+
+    def __init__(self, curve=None):
+        self.start = time.perf_counter()
+        self.curve = curve
+
+    def __call__(self) -> float:
+        spent = self.curve.overhead if self.curve is not None else 0.0
+        return time.perf_counter() - self.start - spent
+
+
+def warn_not_converged(solver: str, status: str, budget: str, shortfall: str) -> None:
+    """The ``ConvergenceWarning`` of a run that ended with status 'max_iter' or 'stalled'.
+
+    ``budget`` is the cap as the solver counts it (``"max_iter=7
+    iterations"``), ``shortfall`` what was left (``"with a KKT violation of
+    1.2e-03 > tol=0.001"``).  Raised at the caller of the solver's ``solve``.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    reason = (f"at {budget}" if status == "max_iter" else
+              "when its dual objective stopped increasing (progress below round-off)")
+    warnings.warn(f"{solver} stopped {reason} {shortfall}.", ConvergenceWarning, stacklevel=3)

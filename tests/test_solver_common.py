@@ -1,0 +1,143 @@
+"""What the solvers share (msvm.solvers._common): machine tables, driving, checks, warnings.
+
+The machine tables are checked against the machine they encode (the dual
+objective they define is the DualProblem's, their sparse ν is ν, the fast
+path's u_y reproduces ν); the time-sliced driver and the warning against
+their contracts; the option checks and the ``BLAS_THREADS`` declaration
+against every solver that uses them.
+"""
+
+import dataclasses
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from msvm.machines import MACHINES, make_machine
+from msvm.solvers import SOLVERS, StallWatch, get_solver
+from msvm.solvers._common import (
+    BUDGET,
+    DONE,
+    MAX_FAST_SLOTS,
+    STALLED,
+    STATUS,
+    TIME_UP,
+    _fast_tables,
+    drive,
+    machine_tables,
+    warn_not_converged,
+)
+
+from problem_factory import blobs, make_problem
+
+
+@pytest.mark.parametrize("model", sorted(MACHINES))
+def test_tables_define_the_problems_dual(model):
+    """½ αᵀ(M ⊗ K')α − γᵀα from the tables equals DualProblem.objective for a random α."""
+    X, y = blobs(3, 4, 24)
+    problem = make_problem(model, X, y, C=2.0)
+    tables = machine_tables(problem.machine)
+    rng = np.random.default_rng(0)
+    alpha = np.where(problem.active, rng.random(problem.active.shape), 0.0)
+    Q, P = problem.n_classes, problem.n_slots
+    M = tables.M.reshape(Q, P, Q, P)[y][:, :, y]          # (m, P, m, P)
+    K = problem.kernel.gram() + problem.kernel_shift * np.eye(len(y))
+    J = 0.5 * np.einsum("ip,ipjq,ij,jq->", alpha, M, K, alpha) \
+        - np.sum(tables.gamma[y] * alpha)
+    assert J == pytest.approx(problem.objective(alpha), rel=1e-12)
+    # The diagonal blocks are M's: one example couples with itself only through M[y].
+    blocks = tables.diagonal_blocks()
+    for c in range(Q):
+        np.testing.assert_array_equal(blocks[c], tables.M.reshape(Q, P, Q, P)[c, :, c, :])
+
+
+@pytest.mark.parametrize("model", sorted(MACHINES))
+def test_sparse_nu_and_fast_tables_reproduce_nu(model):
+    machine = make_machine(model, 5)
+    tables = machine_tables(machine)
+    nu = machine.nu * machine.active[:, :, None]
+    Q, P = machine.n_classes, machine.n_slots
+    rebuilt = np.zeros_like(nu)
+    for c in range(Q):
+        for p in range(P):
+            k = tables.nz_count[c, p]
+            rebuilt[c, p, tables.nz_col[c, p, :k]] = tables.nz_val[c, p, :k]
+    np.testing.assert_array_equal(rebuilt, nu)
+    if tables.fast is None:
+        assert model in ("ats", "atm", "ova", "mmr")   # no ν_{y,s,·} = u_y − e_s structure
+        return
+    fast = tables.fast
+    for c in range(Q):
+        u = np.zeros(Q)
+        u[fast["u_col"][c, :fast["u_cnt"][c]]] = fast["u_val"][c, :fast["u_cnt"][c]]
+        for s in np.flatnonzero(machine.active[c]):
+            np.testing.assert_allclose(nu[c, s], u - np.eye(Q)[s], atol=1e-15)
+
+
+def test_fast_path_needs_at_most_64_slots():
+    """S2DO keeps an example's movable slots as 64-bit masks: one limit for every solver."""
+    for Q, expected in ((MAX_FAST_SLOTS, True), (MAX_FAST_SLOTS + 1, False)):
+        machine = make_machine("ww", Q)
+        nu = machine.nu * machine.active[:, :, None]
+        sizes = np.ones((Q, machine.n_slacks), dtype=np.int32)
+        assert (_fast_tables(machine, nu, sizes) is not None) == expected, Q
+
+
+def test_shared_group_guard():
+    """The online state keeps one shared-group sum per pattern: two shared groups are refused."""
+    ww = make_machine("ww", 5)
+    slack = np.tile(np.array([0, 0, 0, 1, 1], dtype=np.int32), (5, 1))
+    machine = dataclasses.replace(ww, slack=slack)   # class 0: slots {1, 2} and {3, 4}
+    assert machine_tables(machine).group_size[0].tolist() == [2, 2]
+    with pytest.raises(ValueError, match="at most 1 shared slack group"):
+        machine_tables(machine, max_shared_groups=1)
+
+
+def test_drive_runs_until_a_final_code_or_a_stall():
+    codes = iter([TIME_UP, TIME_UP, DONE])
+    seen = []
+    assert drive(lambda: next(codes), seen.append) == DONE
+    assert seen == [TIME_UP, TIME_UP, DONE]
+    # An objective that never decreases stalls once STALL_SECONDS have passed.
+    stall = StallWatch(lambda: 1.0)
+    stall.since -= 1e9
+    assert drive(lambda: TIME_UP, stall=stall) == STALLED
+    assert drive(lambda: BUDGET, stall=stall) == BUDGET
+    assert {STATUS[DONE], STATUS[BUDGET], STATUS[STALLED]} == {"optimal", "max_iter", "stalled"}
+
+
+def test_warning_names_the_budget_or_the_stall():
+    with pytest.warns(ConvergenceWarning, match=r"^x stopped at max_iter=3 steps with a gap\.$"):
+        warn_not_converged("x", "max_iter", "max_iter=3 steps", "with a gap")
+    with pytest.warns(ConvergenceWarning, match=r"^x stopped when its dual objective stopped"):
+        warn_not_converged("x", "stalled", "max_iter=3 steps", "with a gap")
+
+
+@pytest.mark.parametrize("solver", ["s2do", "online", "linear", "frank_wolfe"])
+def test_same_checks_and_warning_for_every_solver(solver):
+    """A bad max_iter or trace gives the same error; a spent budget warns at the caller."""
+    module = get_solver(solver)
+    X, y = blobs(0, 3, 30)
+    problem = make_problem("ww", X, y, kernel="linear")
+    with pytest.raises(ValueError, match="max_iter must be a positive integer or None"):
+        module.solve(problem, max_iter=0)
+    if "trace" in inspect.signature(module.solve).parameters:
+        with pytest.raises(ValueError, match="trace must be a positive number of seconds"):
+            module.solve(problem, trace=-1.0)
+    extra = {"epochs": None} if solver == "online" else {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        solution = module.solve(problem, tol=1e-12, max_iter=1, **extra)
+    assert solution.status == "max_iter"
+    found = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(found) == 1 and f"{solver} stopped at max_iter=1 " in str(found[0].message)
+    assert found[0].filename == __file__   # stacklevel: the caller of solve
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_blas_threads_declaration_matches_solve(name):
+    """model_selection passes blas_threads exactly to the solvers that declare it."""
+    module = get_solver(name)
+    assert module.BLAS_THREADS == ("blas_threads" in inspect.signature(module.solve).parameters)
