@@ -47,13 +47,13 @@ from benchmarks.configs import CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl
 from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
+from msvm.solvers.online import STRATEGIES
 
 #: The configurations of BENCHMARKS.md this benchmark runs, and the interval of
 #: their build-up curves (seconds between points).
 INTERVALS = {"usps-ww": 1.0, "usps-cs": 1.0, "usps-llw": 1.5, "letter-ww": 3.0,
              "letter-cs": 3.0, "letter-llw": 10.0}
 DEFAULT = ["usps-llw", "usps-cs", "letter-cs"]
-STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
 LABELS = {"s2do_all": "S2DO_ALL", "random_pattern_s2do_all": "RANDOM_PATTERN_S2DO_ALL",
           "random_pattern_s2do_pattern": "RANDOM_PATTERN_S2DO_PATTERN", "s2do": "batch s2do"}
 CSV_FIELDS = ["config", "solver", "strategy", "epochs_run", "m", "cache_size", "fit_time",

@@ -53,31 +53,13 @@ cdef struct RowSource:
 
 cdef inline RowSource dense_rows(const double* X, Py_ssize_t d,
                                  const double* sqnorm) noexcept nogil:
-    cdef RowSource rows
-    rows.n_features = d
-    rows.sparse = False
-    rows.X = X
-    rows.data = NULL
-    rows.index = NULL
-    rows.start = NULL
-    rows.nnz = NULL
-    rows.sqnorm = sqnorm
-    return rows
+    return RowSource(d, False, X, NULL, NULL, NULL, NULL, sqnorm)
 
 
 cdef inline RowSource sparse_rows(const double* data, const int* index, const Py_ssize_t* start,
                                   const Py_ssize_t* nnz, Py_ssize_t d,
                                   const double* sqnorm) noexcept nogil:
-    cdef RowSource rows
-    rows.n_features = d
-    rows.sparse = True
-    rows.X = NULL
-    rows.data = data
-    rows.index = index
-    rows.start = start
-    rows.nnz = nnz
-    rows.sqnorm = sqnorm
-    return rows
+    return RowSource(d, True, NULL, data, index, start, nnz, sqnorm)
 
 
 cdef inline void inner_products(const KernelSpec* k, const RowSource* rows, const double* xq,

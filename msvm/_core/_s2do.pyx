@@ -28,14 +28,11 @@ K'_ii, which the pair rule exploits one step per pass, and the other
 violators are far apart, each reached one pass at a time.  When a pass has
 fewer chunks than the block has room (a small focus) and the machine has
 max-loss slack groups, the leaders are the working set's most violating
-examples instead (letter-cs: 296 806 → 80 538 passes, 16.5 s → 15.6 s; on
-letter-ww it cost more steps than it saved passes).  Passes (and 2-D
-steps), Algorithm 3 / pair blocks / blocks of 8: usps-llw 430 000 / 19 479 /
-5 353 (633 000 steps), usps-ww 50 000 / 9 084 / 2 549 (57 000 steps),
-letter-ww 213 000 / 187 595 / 82 627 (335 000 → 551 000 steps: on letter
-the block's steps are less useful, and the pass costs O(changed columns) per
-example, so the time stays level).  ``block_steps = False`` gives Algorithm 3
-as written, one step per pass.
+examples instead (on WW it cost more steps than it saved passes).  Blocks cut
+the number of passes most where one example's slots are strongly coupled
+(LLW); where the block's steps are less useful the pass, which costs
+O(changed columns) per example, keeps the time level.  ``block_steps =
+False`` gives Algorithm 3 as written, one step per pass.
 
 Bookkeeping (why an iteration costs O(m · changed classes), not O(m·P·Q))
 -------------------------------------------------------------------------
@@ -117,10 +114,9 @@ wrong gradient is the error Algorithm 4 warns about) until its next rescan.
 When the bound comes near the maximum the example is rescanned.  If no exact
 violation reaches the threshold, ``_find_max`` makes the leading bounds exact,
 so the first variable and the stopping test stay exact.  The payoff depends
-on the kernel: on usps ~96% of the visits are cold (usps-ww: 14.3 s → 7.4 s
-on one thread, same iterations), while on letter (16 features, large kernel
-values) the bounds grow too fast and the rescans cost more than the cold
-visits save; ``_lazy_control`` weighs the two every LAZY_WINDOW steps and
+on the kernel: on usps most visits are cold (same iterations, about half the
+time), while on letter (16 features, large kernel values) the bounds grow
+too fast and the rescans cost more than the cold visits save; ``_lazy_control`` weighs the two every LAZY_WINDOW steps and
 pauses the cold path while it loses.
 
 Threads.  Both passes run over fixed chunks of CHUNK examples (or positions
@@ -136,14 +132,14 @@ microseconds, two barriers per step are cheap on idle cores but ruinous when
 other processes hold them; ``_tune`` therefore times one thread against all
 of them every few thousand steps and keeps the faster -- for the passes only:
 a block of Gram rows is milliseconds of work, so it always uses all threads
-(tuning it too computed most of usps-ww's rows on one thread, in the first
-serial window: 2 threads 1.89 s → 1.62 s, against 2.63 s on one thread).
+(tuning it too computed most of the rows on one thread, in the first serial
+window).
 
 Kernel rows.  When the first or second variable's row is missing and the
 cache still has never-used slots, it is computed in one block with the rows
 of the most violating examples not cached yet (``_fetch``; one dgemm reads
-X once for 16 rows, a dgemv once per row).  About as many rows are computed
-(usps-ww: 5256 against 4600 on request) at a fraction of the cost.
+X once for 16 rows, a dgemv once per row).  A few more rows are computed
+than would be requested, at a fraction of the cost.
 
 Shrinking: every ``shrink_interval`` iterations examples whose every
 variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
@@ -155,31 +151,26 @@ the working set only (by its positions) and the shrunk examples' rows of F
 and S are rebuilt from α when needed (``_rebuild_shrunk``, libsvm's gradient
 reconstruction, no kernel evaluations); meanwhile ``objective()`` is the last exact value plus each
 step's exact change.  Otherwise their F rows are kept exact (rebuilding them
-would cost a Gram row per support vector).  letter-cs: 78.8 s → 39.6 s, the
-working set falling to ~760 of 15 000 examples.  Every example is unshrunk
-once when the largest violation first falls to 10·tol, as in libsvm (letter-cs
-had shrunk examples that came back only at the end: 16.1 s → 15.5 s), and
-again when the working set looks converged, where the full KKT check decides.
+would cost a Gram row per support vector).  Every example is unshrunk
+once when the largest violation first falls to 10·tol, as in libsvm (so that
+examples shrunk too early come back before the end), and again when the
+working set looks converged, where the full KKT check decides.
 
 Focus (a two-level working set, fast path with every Gram row cached): while
 cold visits are paused (they do not pay, as on letter) and the working set
 holds at least 4·FOCUS_MIN (128) examples, its most violating quarter (at most
 FOCUS_SIZE, 1024) is solved alone -- the passes visit only them -- until their
-largest violation has fallen to FOCUS_FRACTION (0.7, better than 0.5 or 0.85 on
-letter) of its value at the start; then the rest of the working set, *parked*
+largest violation has fallen to FOCUS_FRACTION (0.7) of its value at the start; then the rest of the working set, *parked*
 meanwhile, gets the focus's β changes (one Gram row per changed example, BLOCK_MAX
 rows at a time, as ``_rebuild_shrunk`` but from the changes only) and is
 refreshed, and one iteration runs over the whole working set before the next
-focus.  A pass costs O(focus) instead of O(working set): letter-ww 28.1 s →
-19.4 s, letter-cs 34.5 s → 22.6 s on 2 threads with focuses of 1024 while the
-working set held 4096 or more; focusing in the tail too (quarters down to 128):
-16.9 s → 14.8 s and 22.4 s → 16.0 s.  usps, where cold visits pay, does not
-focus (same iterates); mnist10k-cs does.
+focus.  A pass costs O(focus) instead of O(working set), in the tail too
+(quarters down to 128).  usps, where cold visits pay, does not focus (same
+iterates); mnist10k-cs does.
 
 Memory layout.  What a pass reads of an example is one 128-byte record
-(``Example``): as 18 separate arrays it cost a cache line per field and
-visit (letter-ww 56.4 s → 48.4 s on one thread, together with visiting the
-working set by its positions).
+(``Example``): as separate arrays it would cost a cache line per field and
+visit.
 
 Stopping: max violation ≤ tol over all examples.  Variables within
 1e-14·C of zero are snapped to zero and group sums within 1e-12·C of C count
@@ -224,8 +215,8 @@ cdef int FOCUS_SIZE = 1024
 cdef int FOCUS_MIN = 128
 cdef double FOCUS_FRACTION = 0.7
 
-# The first unshrinking, before convergence (see S2DOState.run): letter-cs shrank
-# examples that came back after the working set had converged (16.1 s -> 15.5 s).
+# The first unshrinking, before convergence (see S2DOState.run): examples shrunk
+# too early would otherwise come back only after the working set had converged.
 cdef double UNSHRINK_EARLY = 10.0
 
 # Rows requested from the cache's prefetch at a miss (the missing one and the
@@ -267,8 +258,8 @@ ctypedef unsigned long long mask_t
 
 # The per-example state, one 128-byte record per example (two cache lines): a
 # visit of the pass reads and writes nearly all of it, and as separate arrays
-# it cost one cache line per field (~20 per visit), which the two cores'
-# 1 MB L2 caches could not hold on letter (one thread was 2.2x slower than two).
+# it cost one cache line per field (~20 per visit), more than the cores' L2
+# caches hold on a large problem.
 cdef struct Example:
     # Fast path (module docstring): σ_e and the extremes of h_e· (over the slots
     # that may increase, those with α > 0, all) with their slots.
@@ -1748,8 +1739,8 @@ cdef class S2DOState:
     cdef double _lowest_h_but(self, Py_ssize_t e, Py_ssize_t skip) noexcept nogil:
         """min of h_es over e's slots s other than skip (skip being the lowest): the
         other end of a move of mass from slot skip.  (hdn − hall = 0 instead would
-        count every support vector of a max-loss machine as near: letter-cs kept
-        ~10 700 of 15 000 examples in its working set to the end.)"""
+        count every support vector of a max-loss machine as near, and keep most
+        of them in the working set to the end.)"""
         cdef Py_ssize_t y = self.y[e], s
         cdef double h, low = INFINITY
         for s in range(self.P):
@@ -1902,7 +1893,7 @@ cdef class S2DOState:
         The parallel loops synchronise twice per iteration, every few tens of
         microseconds; on a machine whose cores are busy with other processes
         a thread that is not scheduled stalls its partner at every barrier,
-        and 2 threads can be many times slower than 1 (measured: 10×).  So
+        and 2 threads can be many times slower than 1.  So
         the loop times TUNE_WINDOW iterations on one thread, then the same
         number on all threads -- given up as soon as it takes longer than the
         serial window did -- runs the faster setting for TUNE_COMMIT
@@ -1961,7 +1952,7 @@ cdef class S2DOState:
     def objective(self):
         """Dual objective J(α) (minimised form) from the kept scores; while the scores
         of shrunk examples wait, the sum of the steps' exact changes (rebuilding
-        them costs ~0.3 s on letter, too much for every progress line)."""
+        them costs a Gram product, too much for every progress line)."""
         cdef Py_ssize_t e
         if self.shrunk_stale:
             return self.tracked_J
