@@ -1870,12 +1870,19 @@ cdef class S2DOState:
                 self.since_shrink += 1
                 if self._shrink_if_due():
                     self._find_max()
+                # A time slice ends where it is: the path must not depend on the clock
+                # (a focus continues in the next call; settle() ends it for good).
                 if (steps & 15) == 0 and _now() - t0 > time_limit:
-                    if self.focus_on:
-                        self._leave_focus()
                     status = TIME_UP
                     break
         return status
+
+    def settle(self):
+        """End a focus left open by a time slice, so that the scores, the largest
+        violation and the objective are those of every example (after the loop)."""
+        if self.focus_on:
+            with nogil:
+                self._leave_focus()
 
     @property
     def lazy(self):
@@ -1951,10 +1958,10 @@ cdef class S2DOState:
 
     def objective(self):
         """Dual objective J(α) (minimised form) from the kept scores; while the scores
-        of shrunk examples wait, the sum of the steps' exact changes (rebuilding
-        them costs a Gram product, too much for every progress line)."""
+        of shrunk or parked examples wait, the sum of the steps' exact changes
+        (rebuilding them costs a Gram product, too much for every progress line)."""
         cdef Py_ssize_t e
-        if self.shrunk_stale:
+        if self.shrunk_stale or self.focus_on:  # parked examples' scores wait too
             return self.tracked_J
         alpha = np.asarray(self.alpha)
         G = np.asarray(self.G)

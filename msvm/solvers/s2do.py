@@ -234,6 +234,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if trace is not None:
         record()
     code = drive(run, after, StallWatch(state.objective))
+    state.settle()
     progress.close()
     if code in (BUDGET, STALLED):
         warn_not_converged("s2do", STATUS[code], f"max_iter={budget} iterations",
