@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -198,7 +199,10 @@ def test_no_backend_banner():
 
 # ------------------------------------------------- Ctrl-C
 LONG_FIT = textwrap.dedent("""
-    import sys, threading
+    import signal, sys, threading
+    # Ctrl-C's default handler even when the test runs where SIGINT is ignored
+    # (a background job inherits SIG_IGN, and Python then installs no handler).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     from msvm import MultiClassSVC
     rng = np.random.default_rng(0)
@@ -226,8 +230,12 @@ def test_ctrl_c_stops_a_long_fit(solver):
         time.sleep(2.0)  # well inside the fit
         sent = time.perf_counter()
         proc.send_signal(signal.SIGINT)
-        line = proc.stdout.readline()  # printed by the handler of KeyboardInterrupt
+        # The line printed by the handler of KeyboardInterrupt (waited for 30 s at most).
+        ready = select.select([proc.stdout], [], [], 30.0)[0]
+        line = proc.stdout.readline() if ready else ""
         elapsed = time.perf_counter() - sent
+        if not ready:
+            proc.kill()
         out, err = proc.communicate(timeout=30)
         out = line + out
     finally:
