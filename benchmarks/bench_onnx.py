@@ -8,38 +8,23 @@ set, as one batch and in batches of ``--batch`` rows (a serving pattern), after
 checking that onnxruntime's labels equal ``predict``'s.  Writes
 ``benchmarks/results/onnx.json`` and ``onnx.csv``::
 
-    python benchmarks/bench_onnx.py             # needs pip install 'msvm[onnx]'
-    python benchmarks/bench_onnx.py --quick     # smoke run (seconds, not a timing)
+    python -m benchmarks.bench_onnx             # needs pip install 'msvm[onnx]'
+    python -m benchmarks.bench_onnx --quick     # smoke run (seconds, not a timing)
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_s2do import CONFIGS, load  # noqa: E402
-
-import msvm  # noqa: E402
-from msvm import MultiClassSVC  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _best_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        tic = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - tic)
-    return min(times)
+import msvm
+from benchmarks.configs import CONFIGS
+from benchmarks.data import load
+from benchmarks.results import RESULTS, write_csv, write_json
+from benchmarks.runs import best_time
+from msvm import MultiClassSVC
 
 
 def _batched(fn, X, batch: int):
@@ -72,8 +57,8 @@ def run(n_train, n_test, batch: int, repeat: int, threads: int) -> list[dict]:
             out = {"dataset": "usps", "config": "usps-ww", "n_train": int(X.shape[0]),
                    "n_test": int(len(Xt)), "n_support": int(len(est.support_)),
                    "batch": int(size), "threads": threads, "repeat": repeat}
-            out["predict_s"] = _best_time(_batched(est.predict, Xt, size), repeat)
-            out["onnxruntime_s"] = _best_time(_batched(onnx_predict, Xt, size), repeat)
+            out["predict_s"] = best_time(_batched(est.predict, Xt, size), repeat)
+            out["onnxruntime_s"] = best_time(_batched(onnx_predict, Xt, size), repeat)
             out["predict_rows_per_s"] = len(Xt) / out["predict_s"]
             out["onnxruntime_rows_per_s"] = len(Xt) / out["onnxruntime_s"]
             out["speedup"] = out["predict_s"] / out["onnxruntime_s"]
@@ -97,12 +82,8 @@ def main(argv=None) -> None:
     rows = run(args.n_train, args.n_test, args.batch, args.repeat, args.threads)
     if args.quick:
         return   # a smoke run is not a result
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "onnx.json").write_text(json.dumps(rows, indent=2) + "\n")
-    with open(RESULTS / "onnx.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_json(rows, RESULTS / "onnx.json")
+    write_csv(rows, RESULTS / "onnx.csv", list(rows[0]))
 
 
 if __name__ == "__main__":

@@ -9,40 +9,23 @@ CSR input (CSR training data gives a CSR ``coef_``, as in SVC), after checking
 that both paths give the same scores.  Writes ``benchmarks/results/predict.json``
 and ``predict.csv``::
 
-    python benchmarks/bench_predict.py              # mnist10k, 10 000 test images
-    python benchmarks/bench_predict.py --quick      # smoke run (seconds, not a timing)
+    python -m benchmarks.bench_predict              # mnist10k, 10 000 test images
+    python -m benchmarks.bench_predict --quick      # smoke run (seconds, not a timing)
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import json
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_s2do import load  # noqa: E402
-
-from msvm import MultiClassSVC  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _best_time(fn, repeat: int) -> float:
-    """Smallest wall-clock time of ``repeat`` calls (the least disturbed run)."""
-    times = []
-    for _ in range(repeat):
-        tic = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - tic)
-    return min(times)
+from benchmarks.data import load
+from benchmarks.results import RESULTS, write_csv, write_json
+from benchmarks.runs import best_time
+from msvm import MultiClassSVC
 
 
 def run(n_train: int, n_test: int, repeat: int, C: float) -> list[dict]:
@@ -65,8 +48,8 @@ def run(n_train: int, n_test: int, repeat: int, C: float) -> list[dict]:
             "max_rel_diff": float(np.max(np.abs(linear_scores - kernel_scores)) / scale),
             "same_predictions": bool(np.array_equal(est.predict(test),
                                                     kernel_path.predict(test))),
-            "linear_s": _best_time(lambda e=est, t=test: e.decision_function(t), repeat),
-            "kernel_s": _best_time(lambda e=kernel_path, t=test: e.decision_function(t),
+            "linear_s": best_time(lambda e=est, t=test: e.decision_function(t), repeat),
+            "kernel_s": best_time(lambda e=kernel_path, t=test: e.decision_function(t),
                                    repeat),
             "repeat": repeat,
         }
@@ -90,12 +73,8 @@ def main(argv=None) -> None:
     rows = run(args.n_train, args.n_test, args.repeat, args.C)
     if args.quick:
         return   # a smoke run is not a result
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "predict.json").write_text(json.dumps(rows, indent=2) + "\n")
-    with open(RESULTS / "predict.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_json(rows, RESULTS / "predict.json")
+    write_csv(rows, RESULTS / "predict.csv", list(rows[0]))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,16 @@ def answer(row: dict) -> None:
     print(MARKER + json.dumps(row), flush=True)
 
 
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    """Smallest wall-clock time of ``repeat`` calls of ``fn`` (the least disturbed run)."""
+    times = []
+    for _ in range(repeat):
+        tic = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - tic)
+    return min(times)
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process, MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
