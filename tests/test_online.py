@@ -116,8 +116,10 @@ def test_fast_and_generic_bookkeeping_agree(model):
         assert _rel(diagnose(problem, solution).dual_objective, reference) <= 1e-5, fast
         d = diagnose(problem, solution)
         assert d.kkt_violation <= TOL
-    # One pass: the same algorithm, so nearly the same dual (paths differ by round-off).
-    one = [diagnose(problem, online.solve(problem, epochs=1, random_state=4, fast=f))
+    # One pass without block steps: the same algorithm, so nearly the same dual (paths
+    # differ by round-off).
+    one = [diagnose(problem, online.solve(problem, epochs=1, random_state=4, fast=f,
+                                          block_steps=False))
            for f in (True, False)]
     assert one[0].dual_objective == pytest.approx(one[1].dual_objective, rel=0.02)
 
@@ -356,10 +358,14 @@ def test_partial_fit_sparse(stream_data):
         dense.partial_fit(X[chunk], y[chunk], classes=np.unique(y))
         csr.partial_fit(sp.csr_matrix(X[chunk]), y[chunk], classes=np.unique(y))
     assert sp.issparse(csr.support_vectors_)
-    # Sparse and dense kernel rows round differently, so the online paths differ slightly
-    # (regression guard; measured: duals within 2e-3, 96-98 % of the test predictions equal).
-    assert csr.solution_["dual_objective"] == pytest.approx(dense.solution_["dual_objective"],
-                                                            rel=1e-2)
+    # Sparse and dense kernel rows round differently, so the two streams take different
+    # paths: each is a feasible point below the optimum (weak duality) and, as a regression
+    # guard (measured over seeds 0-3: 95-97 % of the optimum, 92-99 % of the test
+    # predictions equal), close to it.
+    best = MultiClassSVC(model="ww", gamma=0.5, solver="s2do", tol=TOL).fit(X, y)
+    optimum = best.solution_["dual_objective"]
+    for est in (dense, csr):
+        assert 0.9 * optimum <= est.solution_["dual_objective"] <= optimum * (1 + 1e-9)
     assert np.mean(csr.predict(Xt) == dense.predict(Xt)) >= 0.9
 
 

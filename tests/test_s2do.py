@@ -209,7 +209,7 @@ def test_focus_parks_and_catches_up(model):
                           shift=problem.kernel_shift, tol=TOL,
                           centred=problem.machine.sum_to_zero, shrinking=True,
                           fast=tables.fast, **tables.shared())
-        state.lazy = False            # focus only while cold visits are off
+        state.lazy_enabled = False    # focus only while cold visits are off
         state.block_steps = True
         state.focus_size = state.focus_min = focus_size
         while state.run(7, 1e9) != 0:

@@ -101,10 +101,26 @@ cimport cython
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove, memset
-from scipy.linalg.cython_blas cimport dgemv
+from scipy.linalg.cython_blas cimport dgemm, dgemv
 
-from msvm._core._kernel cimport KernelSpec, RowSource, dense_rows, kernel_values, sparse_rows
-from msvm._core._steps cimport _gain, _now, _solve_2d
+from msvm._core._kernel cimport (
+    LAPLACE,
+    KernelSpec,
+    RowSource,
+    dense_rows,
+    kernel_values,
+    sparse_rows,
+    to_kernel,
+)
+from msvm._core._steps cimport (
+    LazyControl,
+    _cold_below,
+    _gain,
+    _lazy_enable,
+    _lazy_tick,
+    _now,
+    _solve_2d,
+)
 
 import numpy as np
 
@@ -134,6 +150,17 @@ cdef enum:
     MAX_STEPS = 1
     TIME_UP = 2
     NO_MEMORY = 3
+
+# Block steps (see OnlineState._step), S2DO's constants: at most BLOCK_STEPS·P
+# 2-D steps per pattern of the block, until its largest violation is below
+# BLOCK_FRACTION of the first variable's.
+cdef Py_ssize_t BLOCK_STEPS = 5
+cdef double BLOCK_FRACTION = 0.1
+
+# Prefetch (see OnlineState._prefetch): rows of up to PREFETCH upcoming stream
+# patterns in one dgemm, once there are PREFETCH_MIN support patterns.
+cdef Py_ssize_t PREFETCH = 16
+cdef Py_ssize_t PREFETCH_MIN = 64
 
 # Cache record keys.
 cdef enum:
@@ -167,6 +194,7 @@ cdef struct Ext:
     int aupsv
     int aallsv
     int stale
+    int cold      # the extremes missed some changed slots: only a rescan makes it exact
 
 
 @cython.final
@@ -239,9 +267,32 @@ cdef class OnlineState:
     cdef double* S           # cap: Σ_c F (sum-to-zero machines)
     cdef Ext* ext            # cap: σ and the cached extremes of h, one struct per slot
     # step scratch: changed columns of β and their deltas in rows i and k
+    # The block of the current step (see _step): its two patterns (blk1 = -1: one),
+    # blk0's kernel row, and its β deltas per changed column (pcol, pw0/pw1, dS0/dS1).
+    cdef Py_ssize_t blk0, blk1
+    cdef const double* brow
     cdef int* pcol
     cdef double* pw0
     cdef double* pw1
+    cdef int ncol
+    cdef double dS0, dS1
+    # Rows of the next stream patterns (see _prefetch): pf_n rows of stride pf_ld in
+    # pf_out, over the slots 0 .. pf_len[j] − 1, for the batch positions pf_pos[j]
+    # (-1 once taken); pf_q holds their features for the product.
+    cdef Py_ssize_t* pf_pos
+    cdef Py_ssize_t* pf_len
+    cdef double* pf_q
+    cdef double* pf_out
+    cdef Py_ssize_t pf_cap, pf_n, pf_ld
+    # Lazy refresh (see _fast_pass): the last first variable's violation, the control,
+    # cold visits and rescans of cold patterns.
+    cdef double vlead
+    cdef LazyControl lazy
+    cdef readonly long long n_cold, n_cold_rescans
+    # The last 2-D move (the generic path's pass reads it).
+    cdef Py_ssize_t mi, mp, mk, mq
+    cdef double md1, md2
+    cdef public bint block_steps
 
     # ---- support patterns (slots 0 .. n_sp-1, capacity cap)
     cdef readonly Py_ssize_t n_sp
@@ -374,6 +425,10 @@ cdef class OnlineState:
         self.pcol = NULL
         self.pw0 = NULL
         self.pw1 = NULL
+        self.pf_pos = NULL
+        self.pf_len = NULL
+        self.pf_q = NULL
+        self.pf_out = NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t r
@@ -430,6 +485,10 @@ cdef class OnlineState:
         free(self.pcol)
         free(self.pw0)
         free(self.pw1)
+        free(self.pf_pos)
+        free(self.pf_len)
+        free(self.pf_q)
+        free(self.pf_out)
 
     def __init__(self, int layout, Py_ssize_t n_features, int kernel_code, double gamma,
                  double degree, double coef0, gram, Py_ssize_t n_gid, M, Mdiag, gamma_t, active,
@@ -516,8 +575,14 @@ cdef class OnlineState:
         self.pcol = <int*> malloc(2 * self.Q * sizeof(int))
         self.pw0 = <double*> malloc(2 * self.Q * sizeof(double))
         self.pw1 = <double*> malloc(2 * self.Q * sizeof(double))
+        self.pf_pos = <Py_ssize_t*> malloc(PREFETCH * sizeof(Py_ssize_t))
+        self.pf_len = <Py_ssize_t*> malloc(PREFETCH * sizeof(Py_ssize_t))
+        self.pf_q = <double*> malloc(PREFETCH * max(self.d, 1) * sizeof(double))
+        self.pf_cap = 0
+        self.pf_n = 0
         if (self.nzc == NULL or self.nzcol == NULL or self.nzval == NULL or self.numean == NULL
-                or self.pcol == NULL or self.pw0 == NULL or self.pw1 == NULL):
+                or self.pcol == NULL or self.pw0 == NULL or self.pw1 == NULL
+                or self.pf_pos == NULL or self.pf_len == NULL or self.pf_q == NULL):
             raise MemoryError()
         nzc_a = np.ascontiguousarray(nz_count, dtype=np.int32).ravel()
         nzcol_a = np.ascontiguousarray(nz_col, dtype=np.int32).ravel()
@@ -530,6 +595,8 @@ cdef class OnlineState:
             self.nzcol[k] = nzcol_a[k]
             self.nzval[k] = nzval_a[k]
         self.fast = fast is not None
+        self.block_steps = self.fast
+        _lazy_enable(&self.lazy, self.fast)
         if self.fast:
             if self.P != self.Q:
                 raise ValueError("The fast path needs one slot per class.")
@@ -757,6 +824,83 @@ cdef class OnlineState:
         for k in range(qnz):
             self.work[qidx[k]] = 0.0
 
+    cdef void _prefetch(self) noexcept nogil:
+        """Rows of the next stream patterns over the support patterns, in one dgemm.
+
+        A new pattern's row over the n_sp support patterns is one dgemv that
+        reads all their features; the rows of the next PREFETCH patterns of
+        the batch (dense features; in a fit, those without a slot or a cached
+        row) share one read in a dgemm.  They wait in a buffer beside the
+        cache, kept in slot order as patterns come and go (:meth:`_remove`);
+        :meth:`_insert` takes a pattern's row from it and completes it.
+        """
+        cdef Py_ssize_t n = self.n_sp, d = self.d, u, b, g, nb = 0, j, c
+        cdef KernelSpec spec = KernelSpec(self.kcode, self.kgamma, self.kdegree, self.kcoef0)
+        cdef RowSource rows = dense_rows(self.Xs, d, self.sq)
+        cdef int m_, n_, k_
+        cdef double one = 1.0, zero = 0.0
+        cdef char tr = b'T', nt = b'N'
+        cdef double* p
+        self.pf_n = 0
+        if self.layout != DENSE or self.kcode == LAPLACE or d == 0 or n < PREFETCH_MIN:
+            return
+        for u in range(self.pos, self.n_order):
+            if nb == PREFETCH:
+                break
+            b = self.order[u]
+            if self.n_gid > 0:
+                g = self.bgid[b]
+                if self.gid_slot[g] >= 0 or self.gid_rec[g] >= 0:
+                    continue
+            self.pf_pos[nb] = b
+            memcpy(self.pf_q + nb * d, &self.bX[b, 0], d * sizeof(double))
+            nb += 1
+        if nb < 2:
+            return
+        if self.pf_cap < n:
+            c = n + n // 4 + 64
+            p = <double*> _grow(self.pf_out, PREFETCH * c * sizeof(double))
+            if p == NULL:
+                return
+            self.pf_out = p
+            self.pf_cap = c
+        # pf_out (column-major n × nb) = Xsᵀ (n × d) · queries (d × nb).
+        m_ = <int> n
+        n_ = <int> nb
+        k_ = <int> d
+        dgemm(&tr, &nt, &m_, &n_, &k_, &one, self.Xs, &k_, self.pf_q, &k_, &zero, self.pf_out,
+              &m_)
+        for j in range(nb):
+            to_kernel(&spec, &rows, self.bsq[self.pf_pos[j]], self.pf_out + j * n, 0, n)
+            self.pf_len[j] = n
+        self.pf_n = nb
+        self.pf_ld = n
+        self.n_kernel_evaluations += nb * n
+        self.work_units += self.kcost * nb * n
+
+    cdef Py_ssize_t _prefetched(self, Py_ssize_t b) noexcept nogil:
+        """Index in the prefetch buffer of batch pattern b's row, or -1."""
+        cdef Py_ssize_t j
+        for j in range(self.pf_n):
+            if self.pf_pos[j] == b:
+                return j
+        return -1
+
+    cdef void _take_prefetched(self, Py_ssize_t j, Py_ssize_t t) noexcept nogil:
+        """Buffered row j becomes the (short) cached row of the new slot t."""
+        cdef Py_ssize_t r = self._new_record(KEY_SLOT, t)
+        self.pf_pos[j] = -1
+        if r < 0:
+            self.oom = False   # not fatal: _row computes the row
+            return
+        if not self._row_capacity(r, t + 1):
+            self.oom = False
+            self._drop_record(r)
+            return
+        memcpy(self.rptr[r], self.pf_out + j * self.pf_ld, self.pf_len[j] * sizeof(double))
+        self.rlen[r] = self.pf_len[j]
+        self.srec[t] = r
+
     # ================================================================ cache
     cdef inline void _unlink(self, Py_ssize_t r) noexcept nogil:
         cdef Py_ssize_t p = self.rprev[r], n = self.rnext[r]
@@ -974,6 +1118,8 @@ cdef class OnlineState:
         cdef double h, lim = self.C - self.eps_cap
         cdef double hu = INFINITY, hd = -INFINITY, ha = INFINITY, husv = INFINITY, hasv = INFINITY
         cdef bint canup
+        if self.ext[e].cold:
+            self.n_cold_rescans += 1
         self._sigma(e)
         for k in range(na):
             s = al[k]
@@ -1007,6 +1153,7 @@ cdef class OnlineState:
         self.ext[e].hallsv = hasv
         self.ext[e].aallsv = aasv
         self.ext[e].stale = 0
+        self.ext[e].cold = 0
         self._fviol(e)
 
     cdef inline void _fviol(self, Py_ssize_t e) noexcept nogil:
@@ -1161,6 +1308,10 @@ cdef class OnlineState:
                 self.rkind[r] = KEY_SLOT
                 self.rkey[r] = t
                 self.srec[t] = r
+        if self.srec[t] < 0:
+            k = self._prefetched(b)
+            if k >= 0:
+                self._take_prefetched(k, t)
         self.n_sp = t + 1
         row = self._row(t)
         if row == NULL:
@@ -1213,9 +1364,20 @@ cdef class OnlineState:
                 self.rlen[r] = t + 1
         self._evict()
 
+    cdef bint _fill_entry(self, Py_ssize_t r, Py_ssize_t t) noexcept nogil:
+        """Entry t of cached row r if it is a support pattern's (False: a row kept by index)."""
+        cdef Py_ssize_t q = self.rkey[r]
+        if self.rkind[r] != KEY_SLOT:
+            return False
+        if q == t:
+            self.rptr[r][t] = self.kd[t]
+        else:
+            self._kernel_fill(0, q, self.rptr[r], t, t + 1)
+        return True
+
     cdef void _remove(self, Py_ssize_t t) noexcept nogil:
         """Slot t leaves (α row zero); the last slot moves into it."""
-        cdef Py_ssize_t L = self.n_sp - 1, r, nxt, g = self.gid[t], P = self.P, Q = self.Q
+        cdef Py_ssize_t L = self.n_sp - 1, r, nxt, j, g = self.gid[t], P = self.P, Q = self.Q
         cdef double* row
         # The leaving pattern's row: keyed by its index in a fit, dropped in a stream.
         r = self.srec[t]
@@ -1265,7 +1427,9 @@ cdef class OnlineState:
             self.srec[L] = -1
             if self.n_gid > 0:
                 self.gid_slot[self.gid[t]] = t
-        # Every cached row: entry t <- entry L, length clipped to the new n_sp = L.
+        # Every cached row: entry t <- entry L, length clipped to the new n_sp = L.  A
+        # short row (without entry L) gets that one entry computed instead of losing
+        # its entries from t on.
         r = self.rhead
         while r >= 0:
             nxt = self.rnext[r]
@@ -1274,9 +1438,19 @@ cdef class OnlineState:
                 if t != L:
                     row[t] = row[L]
                 self.rlen[r] = L
-            elif self.rlen[r] > t:
+            elif self.rlen[r] > t and not self._fill_entry(r, t):
                 self.rlen[r] = t
             r = nxt
+        for j in range(self.pf_n):
+            if self.pf_pos[j] < 0:
+                continue
+            row = self.pf_out + j * self.pf_ld
+            if self.pf_len[j] > L:
+                if t != L:
+                    row[t] = row[L]
+                self.pf_len[j] = L
+            elif self.pf_len[j] > t:
+                self._kernel_fill(1, self.pf_pos[j], row, t, t + 1)
         self.n_sp = L
         self.n_removed += 1
 
@@ -1290,37 +1464,37 @@ cdef class OnlineState:
 
     # ================================================================ steps
     cdef void _second_in_pattern(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
-                                 bint sv_only, double* best, Py_ssize_t* k,
-                                 Py_ssize_t* q) noexcept nogil:
-        """Best-gain partner of (i, p) among the other variables of pattern i."""
-        cdef Py_ssize_t y = self.lab[i], s, P = self.P
-        cdef int r1 = self.slk[y, p], r2
-        cdef double g2, h12, h22, gn, kii = self.kd[i] + self.shift
+                                 Py_ssize_t e, double kie, bint sv_only, double* best,
+                                 Py_ssize_t* k, Py_ssize_t* q) noexcept nogil:
+        """Best-gain partner of (i, p) among the variables of pattern e (k'(x_i, x_e) = kie)."""
+        cdef Py_ssize_t yi = self.lab[i], ye = self.lab[e], s, P = self.P
+        cdef int r1 = self.slk[yi, p], r2
+        cdef double g2, h12, h22, gn, kee = self.kd[e] + self.shift
         cdef double lim = self.C - self.eps_cap
-        cdef const double* Mrow = &self.M[y * P + p, 0]
+        cdef const double* Mrow = &self.M[yi * P + p, 0]
         cdef bint movable
         for s in range(P):
-            if s == p or not self.act[y, s]:
+            if (e == i and s == p) or not self.act[ye, s]:
                 continue
-            if sv_only and not self.A[i * P + s] > 0:
+            if sv_only and not self.A[e * P + s] > 0:
                 continue
-            g2 = self._g(i, s)
+            g2 = self._g(e, s)
             if g2 == 0:
                 continue
-            r2 = self.slk[y, s]
-            if r1 >= 0 and r2 == r1:
-                movable = g2 < 0 or self.A[i * P + s] > 0
+            r2 = self.slk[ye, s]
+            if e == i and r1 >= 0 and r2 == r1:
+                movable = g2 < 0 or self.A[e * P + s] > 0
             else:
-                movable = (g2 < 0 and (r2 < 0 or self.GS[i * self.R + r2] < lim)) or \
-                    (g2 > 0 and self.A[i * P + s] > 0)
+                movable = (g2 < 0 and (r2 < 0 or self.GS[e * self.R + r2] < lim)) or \
+                    (g2 > 0 and self.A[e * P + s] > 0)
             if not movable:
                 continue
-            h22 = self.Mdiag[y, s] * kii
-            h12 = Mrow[y * P + s] * kii
+            h22 = self.Mdiag[ye, s] * kee
+            h12 = Mrow[ye * P + s] * kie
             gn = _gain(g1, g2, h11, h12, h22)
             if gn > best[0]:
                 best[0] = gn
-                k[0] = i
+                k[0] = e
                 q[0] = s
         self.work_units += 4.0 * P
 
@@ -1361,30 +1535,104 @@ cdef class OnlineState:
         self.work_units += 4.0 * n
 
     cdef int _step(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k, Py_ssize_t q,
-                   Py_ssize_t keep) noexcept nogil:
+                   Py_ssize_t keep, double v1, bint sv_only) noexcept nogil:
         """Optimise (i, p) and (k, q) (k < 0: (i, p) alone) and update everything.
 
-        ``keep`` is a slot not to remove even if its α row becomes zero (the
-        tentative new pattern, handled by the caller), or -1.  Returns 1 when
-        α changed, 0 when the optimal step is zero, -1 when out of memory.
+        Fast path with ``block_steps``: the two patterns form a *block* whose
+        rows of F are kept exact, and steps go on inside it (as S2DO's block
+        steps) until its largest violation is below BLOCK_FRACTION of ``v1``,
+        the first variable's; then one pass brings every other pattern up to
+        date with the block's summed β deltas.  ``keep`` is a slot not to remove
+        even if its α row becomes zero (the tentative new pattern, handled by
+        the caller), or -1.  Returns the number of 2-D steps that changed α (0
+        when the optimal step is zero), -1 when out of memory.
         """
-        cdef Py_ssize_t P = self.P, Q = self.Q, R = self.R, yi = self.lab[i], yk
-        cdef Py_ssize_t n = self.n_sp, hi, lo
+        cdef Py_ssize_t P = self.P, b1 = -1, hi, lo, e, o, steps = 0, cap
         cdef double* Ki
         cdef double* Kk = NULL
+        cdef double g1, h11, best, v
+        cdef int s2
+        cdef Py_ssize_t k2, q2
+        cdef long long cold0 = self.n_cold, rescans0 = self.n_cold_rescans
+        Ki = self._row(i)
+        if Ki == NULL:
+            return -1
+        if k >= 0 and k != i:
+            Kk = self._row(k)
+            if Kk == NULL:
+                return -1
+            Ki = self.rptr[self.srec[i]]   # still valid (pinned)
+            b1 = k
+        self._start_deltas(i, b1, Ki)
+        self.vlead = v1
+        if not self._move(i, p, k, q):
+            return 0
+        steps = 1
+        if self.fast:
+            self._rescan(i)
+            if b1 >= 0:
+                self._rescan(b1)
+            if self.block_steps:
+                cap = BLOCK_STEPS * P * (1 if b1 < 0 else 2)
+                while steps < cap:
+                    # Most violating pattern of the block, its best move, and a partner.
+                    e = i
+                    if b1 >= 0 and (self.vsv[b1] > self.vsv[i] if sv_only
+                                    else self.viol[b1] > self.viol[i]):
+                        e = b1
+                    v = self.vsv[e] if sv_only else self.viol[e]
+                    if v <= self.tol or v < BLOCK_FRACTION * v1:
+                        break
+                    p = self._fbest(e, sv_only, &s2)
+                    if p < 0:
+                        break
+                    k2 = e
+                    q2 = s2
+                    if s2 < 0:
+                        k2 = -1
+                        best = -1.0
+                        g1 = self._g(e, p)
+                        h11 = self.Mdiag[self.lab[e], p] * (self.kd[e] + self.shift)
+                        self._second_in_pattern(e, p, g1, h11, e, self.kd[e] + self.shift,
+                                                sv_only, &best, &k2, &q2)
+                        if b1 >= 0:
+                            o = b1 if e == i else i
+                            self._second_in_pattern(e, p, g1, h11, o, self._kblock(e, o),
+                                                    sv_only, &best, &k2, &q2)
+                    if not self._move(e, p, k2, q2):
+                        break
+                    self._rescan(i)
+                    if b1 >= 0:
+                        self._rescan(b1)
+                    self.work_units += 6.0 * P * (1 if b1 < 0 else 2)
+                    steps += 1
+            self._fast_pass(Ki, Kk)
+            _lazy_tick(&self.lazy, self.n_cold - cold0, self.n_cold_rescans - rescans0, P)
+        else:
+            self._generic_pass(Ki, Kk if Kk != NULL else Ki)
+        self.n_steps += steps
+        self.pass_steps += steps
+        # Patterns whose α row became zero leave (the larger slot first).
+        hi = i if i > b1 else b1
+        lo = b1 if i > b1 else i
+        if hi != keep and self._is_zero(hi):
+            self._remove(hi)
+        if lo >= 0 and lo != hi and lo != keep and self._is_zero(lo):
+            self._remove(lo)
+        return <int> steps
+
+    cdef bint _move(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k, Py_ssize_t q) noexcept nogil:
+        """The exact 2-D step on (i, p), (k, q) (k < 0: (i, p) alone) inside the block.
+
+        Updates α, the group sums, J and the block's β deltas (and, fast path,
+        the block's rows of F).  Returns False when the optimal step is zero.
+        """
+        cdef Py_ssize_t P = self.P, R = self.R, yi = self.lab[i], yk
         cdef double g1, g2 = 0.0, h11, h12 = 0.0, h22 = 1.0, a1, a2 = 0.0, l1, u1, l2 = 0.0
         cdef double u2 = 0.0, tcap = 0.0, mu1 = 0.0, mu2 = 0.0, n1, n2, others, d1, d2
         cdef double shift = self.shift, Kii
         cdef int r1, r2 = -1
         cdef bint tri = False, single = k < 0
-        Ki = self._row(i)
-        if Ki == NULL:
-            return -1
-        if not single and k != i:
-            Kk = self._row(k)
-            if Kk == NULL:
-                return -1
-            Ki = self.rptr[self.srec[i]]   # still valid (pinned)
         Kii = self.kd[i] + shift
         r1 = self.slk[yi, p]
         g1 = self._g(i, p)
@@ -1405,7 +1653,7 @@ cdef class OnlineState:
             a2 = self.A[k * P + q]
             g2 = self._g(k, q)
             h22 = self.Mdiag[yk, q] * (self.kd[k] + shift)
-            h12 = self.M[yi * P + p, yk * P + q] * (Kii if k == i else Ki[k])
+            h12 = self.M[yi * P + p, yk * P + q] * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
@@ -1444,14 +1692,18 @@ cdef class OnlineState:
         else:
             if r1 >= 0 and self.gsize[yi, r1] == 1 and n1 > self.C - self.eps_cap:
                 n1 = self.C
-            if not single:
-                r2 = self.slk[self.lab[k], q]
-                if r2 >= 0 and self.gsize[self.lab[k], r2] == 1 and n2 > self.C - self.eps_cap:
-                    n2 = self.C
+            if not single and r2 >= 0 and self.gsize[yk, r2] == 1 and n2 > self.C - self.eps_cap:
+                n2 = self.C
         d1 = n1 - a1
         d2 = 0.0 if single else n2 - a2
         if d1 == 0 and d2 == 0:
-            return 0
+            return False
+        self.mi = i
+        self.mp = p
+        self.mk = k
+        self.mq = q
+        self.md1 = d1
+        self.md2 = d2
         # Exact change of J over the step.
         self.J += g1 * d1 + g2 * d2 + 0.5 * (h11 * d1 * d1 + 2.0 * h12 * d1 * d2 + h22 * d2 * d2)
         self.A[i * P + p] = n1
@@ -1465,79 +1717,83 @@ cdef class OnlineState:
             self._fix_group(i, r1)
         if not single and r2 >= 0:
             self._fix_group(k, r2)
-        if Kk == NULL:
-            Kk = Ki
-        if self.fast:
-            self._fast_pass(i, p, d1, k, q, d2, Ki, Kk)
-        else:
-            self._generic_pass(i, p, d1, k, q, d2, Ki, Kk)
-        self.n_steps += 1
-        self.pass_steps += 1
-        # Patterns whose α row became zero leave (the larger slot first).
-        hi = i if i > k else k
-        lo = k if i > k else i
-        if hi != keep and self._is_zero(hi):
-            self._remove(hi)
-        if lo != hi and lo != keep and self._is_zero(lo):
-            self._remove(lo)
-        return 1
+        self._add_delta(i, p, d1)
+        if not single:
+            self._add_delta(k, q, d2)
+        return True
 
-    cdef int _collect(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
-                      Py_ssize_t q, double d2, double* dS0, double* dS1) noexcept nogil:
-        """Columns where β changes (uncentred ν non-zeros) with the deltas of rows i and k.
+    cdef inline double _kblock(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """k'(x_a, x_b) for two patterns of the block."""
+        if a == b:
+            return self.kd[a] + self.shift
+        return self.brow[self.blk1]
 
-        Updates B; returns the number of columns in ``pcol`` (deltas in
-        ``pw0`` for row i and ``pw1`` for row k; both in pw0 when k == i).
+    cdef void _start_deltas(self, Py_ssize_t b0, Py_ssize_t b1, const double* row0) noexcept nogil:
+        """A new block: patterns b0 and b1 (-1: none), b0's kernel row; no β deltas yet."""
+        self.blk0 = b0
+        self.blk1 = b1
+        self.brow = row0
+        self.ncol = 0
+        self.dS0 = 0.0
+        self.dS1 = 0.0
+
+    cdef void _add_delta(self, Py_ssize_t e, Py_ssize_t s, double v) noexcept nogil:
+        """α_es moved by v (e in the block): β_e, the block's β deltas, the block's F rows.
+
+        The deltas are kept per changed column (uncentred ν non-zeros), in
+        ``pw0`` for b0's row and ``pw1`` for b1's, with their class sums in dS0/dS1.
         """
-        cdef Py_ssize_t Q = self.Q, P = self.P, base, row
-        cdef int j, t, c, u, at, nc = 0
-        cdef double v, dv
-        cdef double* w
-        dS0[0] = 0.0
-        dS1[0] = 0.0
-        for t in range(2):
-            if t == 0:
-                base = (self.lab[i] * P + p) * Q
-                v = d1
-            else:
-                base = (self.lab[k] * P + q) * Q
-                v = d2
-            if v == 0:
-                continue
-            row = i if (t == 0 or k == i) else k
-            w = self.pw0 if row == i else self.pw1
-            for j in range(self.nzc[base // Q]):
-                c = self.nzcol[base + j]
-                dv = v * self.nzval[base + j]
-                self.B[row * Q + c] += dv
-                if row == i:
-                    dS0[0] += dv
-                else:
-                    dS1[0] += dv
-                at = -1
-                for u in range(nc):
-                    if self.pcol[u] == c:
-                        at = u
+        cdef Py_ssize_t Q = self.Q, base = (self.lab[e] * self.P + s) * Q, m
+        cdef int j, u, at, c
+        cdef double dv, kv, tot = 0.0
+        cdef double* w = self.pw0 if e == self.blk0 else self.pw1
+        if v == 0:
+            return
+        for j in range(self.nzc[base // Q]):
+            c = self.nzcol[base + j]
+            dv = v * self.nzval[base + j]
+            self.B[e * Q + c] += dv
+            tot += dv
+            at = -1
+            for u in range(self.ncol):
+                if self.pcol[u] == c:
+                    at = u
+                    break
+            if at < 0:
+                at = self.ncol
+                self.pcol[at] = c
+                self.pw0[at] = 0.0
+                self.pw1[at] = 0.0
+                self.ncol += 1
+            w[at] += dv
+            if self.fast:
+                # The block's own rows of F stay exact.
+                for m in range(2):
+                    if m == 1 and self.blk1 < 0:
                         break
-                if at < 0:
-                    at = nc
-                    self.pcol[nc] = c
-                    self.pw0[nc] = 0.0
-                    self.pw1[nc] = 0.0
-                    nc += 1
-                w[at] += dv
-        return nc
+                    u = self.blk0 if m == 0 else self.blk1
+                    kv = self._kblock(u, e)
+                    self.F[u * Q + c] += dv * kv
+        if e == self.blk0:
+            self.dS0 += tot
+        else:
+            self.dS1 += tot
+        if self.fast and self.centred:
+            self.S[self.blk0] += tot * self._kblock(self.blk0, e)
+            if self.blk1 >= 0:
+                self.S[self.blk1] += tot * self._kblock(self.blk1, e)
 
-    cdef void _generic_pass(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
-                            Py_ssize_t q, double d2, const double* Ki,
-                            const double* Kk) noexcept nogil:
-        """G += (M row of (i,p)) d1 k' + (M row of (k,q)) d2 k' for every slot; rescan all."""
-        cdef Py_ssize_t e, s, ye, n = self.n_sp, P = self.P
-        cdef double kv1, kv2, c1, c2, shift = self.shift, dS0, dS1
-        cdef const double* M1 = &self.M[self.lab[i] * P + p, 0]
-        cdef const double* M2 = &self.M[self.lab[k] * P + q, 0]
+    cdef void _generic_pass(self, const double* Ki, const double* Kk) noexcept nogil:
+        """G += (M row of (i,p)) d1 k' + (M row of (k,q)) d2 k' for every slot; rescan all.
+
+        Generic machines take one step per pass: (i, p, d1) and (k, q, d2) are
+        the last move's.
+        """
+        cdef Py_ssize_t e, s, ye, n = self.n_sp, P = self.P, i = self.mi, k = self.mk
+        cdef double kv1, kv2, c1, c2, shift = self.shift, d1 = self.md1, d2 = self.md2
+        cdef const double* M1 = &self.M[self.lab[i] * P + self.mp, 0]
+        cdef const double* M2 = &self.M[self.lab[k] * P + self.mq, 0]
         cdef double* Ge
-        self._collect(i, p, d1, k, q, d2, &dS0, &dS1)
         for e in range(n):
             kv1 = Ki[e]
             kv2 = Kk[e]
@@ -1554,48 +1810,57 @@ cdef class OnlineState:
             self._scan(e)
         self.work_units += 2.0 * n * P
 
-    cdef void _fast_pass(self, Py_ssize_t i, Py_ssize_t p, double d1, Py_ssize_t k,
-                         Py_ssize_t q, double d2, const double* Ki,
-                         const double* Kk) noexcept nogil:
-        """F and S of every slot on the changed columns, σ, and the extremes of h.
+    cdef void _fast_pass(self, const double* K0, const double* K1) noexcept nogil:
+        """F and S of every pattern outside the block on the changed columns, σ, extremes.
 
-        The patterns of the step are rescanned; for the others only the
+        The block's patterns are exact already.  For the others only the
         changed slots are compared with the cached extremes, and an extreme
         whose slot moved away is kept as a bound (the pattern is *stale*,
-        rescanned when it matters) -- S2DO's fast path.
+        rescanned when it matters) -- S2DO's fast path.  A pattern whose
+        violation, raised by the most the step can have moved it (|Δσ| plus
+        the largest |ΔF|, twice that for a pair), stays below LAZY_FRACTION of
+        the last first variable's is *cold* (S2DO's lazy refresh): the bound
+        becomes its violation and its extremes wait for a rescan.
         """
         cdef Py_ssize_t e, y, n = self.n_sp, P = self.P, Q = self.Q, R = self.R
-        cdef int j, nc, s, r, au, ad, aa, ausv, aasv
-        cdef double dS0, dS1, k0, k1, h, hu, hd, ha, husv, hasv, a
-        cdef double shift = self.shift, lim = self.C - self.eps_cap
-        cdef bint dirty, centred = self.centred, max_loss = self.max_loss, canup, rescan_all
+        cdef Py_ssize_t b0 = self.blk0, b1 = self.blk1
+        cdef int j, nc = self.ncol, s, r, au, ad, aa, ausv, aasv
+        cdef double dS0 = self.dS0, dS1 = self.dS1, k0, k1, h, hu, hd, ha, husv, hasv, a
+        cdef double lim = self.C - self.eps_cap, df, dmax, dsig, move
+        cdef double cold_below = _cold_below(&self.lazy, self.vlead)
+        cdef bint dirty, centred = self.centred, canup, rescan_all
         cdef double* Fe
         cdef const double* gm
         cdef const int* sl
-        nc = self._collect(i, p, d1, k, q, d2, &dS0, &dS1)
         rescan_all = 2 * nc > P
         for e in range(n):
-            k0 = Ki[e]
-            k1 = Kk[e]
-            if e == i:
-                k0 = k0 + shift
-            if e == k:
-                k1 = k1 + shift
+            if e == b0 or e == b1:
+                continue
+            k0 = K0[e]
+            k1 = K1[e] if b1 >= 0 else 0.0
             Fe = self.F + e * Q
-            if k == i:
-                for j in range(nc):
-                    Fe[self.pcol[j]] += self.pw0[j] * k0
-                if centred:
-                    self.S[e] += dS0 * k0
-            else:
-                for j in range(nc):
-                    Fe[self.pcol[j]] += self.pw0[j] * k0 + self.pw1[j] * k1
-                if centred:
-                    self.S[e] += dS0 * k0 + dS1 * k1
-            if e == i or e == k or rescan_all:
+            dmax = 0.0
+            for j in range(nc):
+                df = self.pw0[j] * k0 + self.pw1[j] * k1
+                Fe[self.pcol[j]] += df
+                if fabs(df) > dmax:
+                    dmax = fabs(df)
+            if centred:
+                self.S[e] += dS0 * k0 + dS1 * k1
+            dsig = self.ext[e].sig
+            self._sigma(e)
+            dsig = fabs(self.ext[e].sig - dsig)
+            move = dsig + dmax if dsig > dmax else 2.0 * dmax
+            if self.viol[e] + move < cold_below:
+                self.viol[e] += move
+                self.vsv[e] += move
+                self.ext[e].stale = 1
+                self.ext[e].cold = 1
+                self.n_cold += 1
+                continue
+            if rescan_all or self.ext[e].cold:
                 self._rescan(e)
                 continue
-            self._sigma(e)
             y = self.lab[e]
             gm = &self.gam[y, 0]
             sl = self.pslk + y * P
@@ -1673,8 +1938,8 @@ cdef class OnlineState:
                       Py_ssize_t keep) noexcept nogil:
         """A step whose first variable comes from pattern i.
 
-        Returns 1 if α changed, 0 if i has no violation above tol (or the
-        optimal step is zero), -1 when out of memory.
+        Returns the number of 2-D steps that changed α (see :meth:`_step`), 0
+        if i has no violation above tol, -1 when out of memory.
         """
         cdef Py_ssize_t p, k = -1, q = -1
         cdef int qi = -1
@@ -1702,16 +1967,17 @@ cdef class OnlineState:
             return 0
         if q >= 0:
             # §5.2.1: the pair of one slack group is the working set.
-            return self._step(i, p, i, q, keep)
+            return self._step(i, p, i, q, keep, v, sv_only)
         g1 = self._g(i, p)
         h11 = self.Mdiag[self.lab[i], p] * (self.kd[i] + self.shift)
-        self._second_in_pattern(i, p, g1, h11, sv_only, &best, &k, &q)
+        self._second_in_pattern(i, p, g1, h11, i, self.kd[i] + self.shift, sv_only, &best,
+                                &k, &q)
         if not same_pattern and self.n_sp > 1:
             Ki = self._row(i)
             if Ki == NULL:
                 return -1
             self._second_all(i, p, g1, h11, Ki, sv_only, &best, &k, &q)
-        return self._step(i, p, k, q, keep)
+        return self._step(i, p, k, q, keep, v, sv_only)
 
     cdef int _old_step(self, int kind) noexcept nogil:
         """One TWO_OLD (kind 1) or TWO_OLD_SUPPORTS (kind 2) step by the strategy."""
@@ -1731,6 +1997,9 @@ cdef class OnlineState:
         cdef Py_ssize_t t = -1, g = self.bgid[b]
         cdef bint fresh = True
         cdef int res
+        if (self.n_gid == 0 or (self.gid_slot[g] < 0 and self.gid_rec[g] < 0)) \
+                and self._prefetched(b) < 0:
+            self._prefetch()
         if self.n_gid > 0 and self.gid_slot[g] >= 0:
             t = self.gid_slot[g]
             fresh = False
@@ -1801,6 +2070,7 @@ cdef class OnlineState:
         self.bgid = gids
         self.order = order
         self.n_order = order.shape[0]
+        self.pf_n = 0   # the prefetch buffer holds positions of the previous batch
         self.pos = 0
         self.pass_steps = 0
         if self.n_gid > 0 and gids.shape[0] and (np.min(gids) < 0 or np.max(gids) >= self.n_gid):
@@ -1949,6 +2219,15 @@ cdef class OnlineState:
             return data, indices, indptr
         return None
 
+    @property
+    def lazy_enabled(self):
+        """Whether cold visits are allowed (fast path; see :meth:`_fast_pass`)."""
+        return self.lazy.enabled
+
+    @lazy_enabled.setter
+    def lazy_enabled(self, bint value):
+        _lazy_enable(&self.lazy, value and self.fast)
+
     def stats(self):
         """Counters of the run (plain Python numbers)."""
         return {
@@ -1964,6 +2243,8 @@ cdef class OnlineState:
             "n_inserted": int(self.n_inserted),
             "n_removed": int(self.n_removed),
             "n_new_skipped": int(self.n_new_skipped),
+            "n_cold_visits": int(self.n_cold),
+            "n_cold_rescans": int(self.n_cold_rescans),
             "n_kernel_evaluations": int(self.n_kernel_evaluations),
             "work_units": float(self.work_units),
             "cache_rows": int(self.n_rows),

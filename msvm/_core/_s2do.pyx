@@ -185,7 +185,15 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
 from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
-from msvm._core._steps cimport _gain, _now, _solve_2d
+from msvm._core._steps cimport (
+    LazyControl,
+    _cold_below,
+    _gain,
+    _lazy_enable,
+    _lazy_tick,
+    _now,
+    _solve_2d,
+)
 
 import numpy as np
 
@@ -201,12 +209,8 @@ cdef Py_ssize_t CHUNK = 256
 cdef long long TUNE_WINDOW = 256
 cdef long long TUNE_COMMIT = 8192
 
-# Lazy refresh (see S2DOState._lazy_control): an example whose violation bound
-# stays below LAZY_FRACTION times the largest violation is not refreshed; the
-# payoff is weighed every LAZY_WINDOW steps, a loss pauses it LAZY_OFF steps.
-cdef double LAZY_FRACTION = 0.97
-cdef long long LAZY_WINDOW = 256
-cdef long long LAZY_OFF = 2048
+# Lazy refresh: its fraction and control, shared with the online solver, are in
+# msvm._core._steps.
 
 # Focus (see S2DOState._enter_focus): a quarter of the working set, at most
 # FOCUS_SIZE and at least FOCUS_MIN examples, solved alone while cold visits are
@@ -420,10 +424,7 @@ cdef class S2DOState:
     # pass, the user's switch, the on/off state and its counters (per chunk, per
     # window, total).
     cdef double cold_below
-    cdef bint lazy_enabled
-    cdef bint lazy_on
-    cdef int lazy_backoff
-    cdef long long lazy_count, win_cold, win_rescan
+    cdef LazyControl lazy
     cdef readonly long long n_cold, n_rescan
     cdef long long* ccold
     cdef long long* crescan
@@ -623,7 +624,7 @@ cdef class S2DOState:
             self.u_val = fast["u_val"]
             self.kappa = fast["kappa"]
         self.cold_below = -1.0
-        self.lazy = True
+        _lazy_enable(&self.lazy, True)
         if self.fast:
             self.actmask = (np.asarray(active, dtype=np.uint64)
                             << np.arange(self.P, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
@@ -1489,7 +1490,7 @@ cdef class S2DOState:
         n_chunks = ((self.n_work if self.pass_work else self.m) + CHUNK - 1) // CHUNK
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
-        self.cold_below = LAZY_FRACTION * self.max_violation if self.lazy_on else -1.0
+        self.cold_below = _cold_below(&self.lazy, self.max_violation)
         if self.cur_threads > 1 and n_chunks > 1:
             for b in prange(n_chunks, num_threads=self.cur_threads, schedule="static"):
                 self._pass_chunk(b)
@@ -1654,39 +1655,18 @@ cdef class S2DOState:
         self.crescan[b] = n_rescan
 
     cdef void _lazy_control(self, Py_ssize_t n_chunks) noexcept nogil:
-        """Keep cold examples only while they pay (see the module docstring).
-
-        A cold visit saves roughly half an incremental refresh; an example that
-        turns hot again costs a rescan of its P slots.  Every LAZY_WINDOW
-        steps the two are weighed; when the rescans cost more, cold visits are
-        switched off for LAZY_OFF steps (doubled each time, up to 64×).
-        """
+        """Keep cold examples only while they pay (``_steps._lazy_tick``)."""
         cdef Py_ssize_t b
-        if not self.lazy_enabled:
-            return
-        if not self.lazy_on:
-            self.lazy_count += 1
-            if self.lazy_count >= LAZY_OFF << self.lazy_backoff:
-                self.lazy_on = True
-                self.lazy_count = 0
+        cdef long long cold = 0, rescans = 0
+        if not self.lazy.on:
+            _lazy_tick(&self.lazy, 0, 0, self.P)
             return
         for b in range(n_chunks):
-            self.win_cold += self.ccold[b]
-            self.win_rescan += self.crescan[b]
-            self.n_cold += self.ccold[b]
-            self.n_rescan += self.crescan[b]
-        self.lazy_count += 1
-        if self.lazy_count < LAZY_WINDOW:
-            return
-        if 2 * self.win_cold < self.win_rescan * self.P:
-            self.lazy_on = False
-            if self.lazy_backoff < 6:
-                self.lazy_backoff += 1
-        else:
-            self.lazy_backoff = 0
-        self.lazy_count = 0
-        self.win_cold = 0
-        self.win_rescan = 0
+            cold += self.ccold[b]
+            rescans += self.crescan[b]
+        self.n_cold += cold
+        self.n_rescan += rescans
+        _lazy_tick(&self.lazy, cold, rescans, self.P)
 
     cdef void _update_scores(self, int slot) noexcept nogil:
         """F[e, c] += Δβ_{slot,c} K(x_row, x_e) for the changed columns c (and S), except
@@ -1766,7 +1746,7 @@ cdef class S2DOState:
         at most focus_size and at least focus_min examples, while cold visits are
         paused and every Gram row is cached, after a full iteration since the last."""
         cdef Py_ssize_t size = min(self.n_work // 4, self.focus_size)
-        if self.focus_on or not self.defer_shrunk or self.lazy_on \
+        if self.focus_on or not self.defer_shrunk or self.lazy.on \
                 or self.n_iter <= self.focus_left_at or size < self.focus_min:
             return 0
         return size
@@ -1885,14 +1865,13 @@ cdef class S2DOState:
                 self._leave_focus()
 
     @property
-    def lazy(self):
+    def lazy_enabled(self):
         """Whether cold examples are allowed (the module docstring); set by ``solve(lazy=)``."""
-        return self.lazy_enabled
+        return self.lazy.enabled
 
-    @lazy.setter
-    def lazy(self, bint value):
-        self.lazy_enabled = value
-        self.lazy_on = value
+    @lazy_enabled.setter
+    def lazy_enabled(self, bint value):
+        _lazy_enable(&self.lazy, value)
 
     cdef void _tune(self) noexcept nogil:
         """Use threads only while they pay.

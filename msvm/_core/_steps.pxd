@@ -150,3 +150,65 @@ cdef inline void _solve_2d(double g1, double g2, double h11, double h12, double 
                 b2 = x2
     mu1[0] = b1
     mu2[0] = b2
+
+
+# Lazy refresh (cold visits), shared by S2DO and the online solver.  A pass may
+# leave an example *cold*: its violation becomes an upper bound (old value plus
+# the most the step can have moved it) while that bound stays below
+# LAZY_FRACTION of the leader's violation, and its extremes wait for a rescan.
+# A cold visit saves roughly half an incremental refresh; an example that turns
+# hot again costs a rescan of its P slots.  ``_lazy_tick`` weighs the two every
+# LAZY_WINDOW steps; when the rescans cost more, cold visits are switched off
+# for LAZY_OFF steps (doubled after each further loss, up to 64×).
+cdef enum:
+    LAZY_WINDOW = 256
+    LAZY_OFF = 2048
+
+cdef struct LazyControl:
+    double fraction   # LAZY_FRACTION, 0.97
+    bint enabled      # allowed at all (the solver's ``lazy`` option)
+    bint on           # allowed now
+    int backoff
+    long long count, win_cold, win_rescan
+
+
+cdef inline void _lazy_enable(LazyControl* c, bint value) noexcept nogil:
+    c.fraction = 0.97   # LAZY_FRACTION (a .pxd cannot initialise a module constant)
+    c.enabled = value
+    c.on = value
+    c.backoff = 0
+    c.count = 0
+    c.win_cold = 0
+    c.win_rescan = 0
+
+
+cdef inline double _cold_below(const LazyControl* c, double leader) noexcept nogil:
+    """Bound under which a visit may leave an example cold now (-1: none)."""
+    return c.fraction * leader if c.on else -1.0
+
+
+cdef inline void _lazy_tick(LazyControl* c, long long cold, long long rescans,
+                            Py_ssize_t P) noexcept nogil:
+    """One step with ``cold`` cold visits and ``rescans`` rescans of cold examples."""
+    if not c.enabled:
+        return
+    if not c.on:
+        c.count += 1
+        if c.count >= (<long long> LAZY_OFF) << c.backoff:
+            c.on = True
+            c.count = 0
+        return
+    c.win_cold += cold
+    c.win_rescan += rescans
+    c.count += 1
+    if c.count < LAZY_WINDOW:
+        return
+    if 2 * c.win_cold < c.win_rescan * P:
+        c.on = False
+        if c.backoff < 6:
+            c.backoff += 1
+    else:
+        c.backoff = 0
+    c.count = 0
+    c.win_cold = 0
+    c.win_rescan = 0

@@ -222,7 +222,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_size: float = 200.0, online_strategy: str = DEFAULT_STRATEGY, epochs=1,
           random_state=None, trace: float | None = None, test_set=None,
           blas_threads: int | None = 1, keep_state: bool = False,
-          fast: bool = True) -> DualSolution:
+          fast: bool = True, block_steps: bool = True, lazy: bool = True) -> DualSolution:
     """Solve the bias-free dual with the online solver.
 
     Parameters
@@ -266,7 +266,21 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         with lazy rescans; O(n_sp · changed classes) per step) when the
         machine allows it (WW, CS, LLW, M-SVM²); ``False`` forces the generic
         bookkeeping (stored gradients, O(n_sp · P) per step) used for the
-        other machines.  The iterates are the same up to round-off.
+        other machines.  With ``block_steps=False`` the iterates are the same
+        up to round-off.
+    block_steps : bool
+        With the fast bookkeeping, S2DO's block steps: after a 2-D step on
+        two patterns, further steps inside those two (whose scores are kept
+        exact) until their largest violation has fallen to a tenth of the
+        first variable's, then one pass over the support patterns with the
+        summed changes (:meth:`msvm._core._online.OnlineState._step`).
+        ``False`` takes one step per pass, as seed 004's algorithm.
+    lazy : bool
+        With the fast bookkeeping, S2DO's lazy refresh: a support pattern
+        whose violation, raised by the most a step can have moved it, stays
+        well below the leader's keeps that upper bound and is rescanned only
+        when the bound matters (``info["n_cold_visits"]``).  The first
+        variable and the stopping test stay exact.
     keep_state : bool
         Put the solver's final state (support patterns, their gradients, the
         scheduler) in ``info["online_state"]`` so that a stream can continue
@@ -301,6 +315,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         strategy=strategy, cache_size=cache_size, seed=_seed(rng),
         kcost=_kcost(layout, kernel.X if layout != _GRAM else None), fast=bool(fast),
     )
+    state.block_steps = state.fast and bool(block_steps)
+    state.lazy_enabled = bool(lazy)
     arrays = batch_arrays(None if layout == _GRAM else kernel.X, kernel.name, kernel.gamma,
                           kernel.degree, kernel.coef0, gram)
     y = np.ascontiguousarray(problem.y, dtype=np.intp)

@@ -211,7 +211,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     progress = SolverProgress("s2do", tol, enabled=verbose)
     state.tune_threads = bool(tune_threads)
-    state.lazy = bool(lazy)
+    state.lazy_enabled = bool(lazy)
     state.block_steps = bool(block_steps)
     state.block_size = int(block_size)
     state.prefetch = bool(prefetch)
