@@ -190,7 +190,7 @@ def _as_kernel(X, kernel, gamma, degree, coef0) -> Kernel:
     return Kernel(X, kernel, gamma=g, degree=degree, coef0=coef0)
 
 
-def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift: float = 0.0,
+def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift=0.0,
                    tol: float = 1e-10, max_iter: int | None = None, warm_start=None,
                    cache_size: float = 200.0) -> EnclosingBall:
     """Smallest ball enclosing the points in the feature space of a kernel.
@@ -202,9 +202,11 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
         arguments are ignored).
     kernel, gamma, degree, coef0
         As in :class:`msvm.MultiClassSVC`.
-    shift : float, default=0
-        Added to the kernel's diagonal: ``1/(2C)`` gives the ball of the
-        M-SVM²'s kernel k + δ_ij/(2C).
+    shift : float or array-like of shape (m,), default=0
+        Added to the kernel's diagonal (one value for every point, or one per
+        point): ``1/(2C)`` gives the ball of the M-SVM²'s kernel
+        k + δ_ij/(2C), ``1/(2C w_i)`` that of a weighted M-SVM²
+        (``DualProblem.kernel_shift``).
     tol : float, default=1e-10
         Stop when the relative duality gap (R²_primal − R²_dual)/R²_primal
         is at most ``tol``.
@@ -224,8 +226,14 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
     start = time.perf_counter()
     kern = _as_kernel(X, kernel, gamma, degree, coef0)
     m = kern.n_samples
-    if not isinstance(shift, Real) or not (np.isfinite(shift) and shift >= 0):
-        raise ValueError(f"shift must be a finite number >= 0, got {shift!r}.")
+    try:
+        shifts = np.ascontiguousarray(np.broadcast_to(np.asarray(shift, dtype=np.float64), (m,)))
+    except (TypeError, ValueError):
+        shifts = None
+    if (shifts is None or isinstance(shift, bool)
+            or not np.all(np.isfinite(shifts) & (shifts >= 0))):
+        raise ValueError(f"shift must be finite numbers >= 0 (one, or one per point), got "
+                         f"{shift!r}.")
     if not isinstance(tol, Real) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
     if max_iter is None:
@@ -246,7 +254,7 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
     u = np.empty(m)
     cache = kern.cache(cache_size)
     primal, dual, n_iter, n_fw, n_away, n_drop, status = ball_frank_wolfe(
-        cache, float(shift), beta, u, float(tol), int(max_iter))
+        cache, shifts, beta, u, float(tol), int(max_iter))
     return EnclosingBall(
         radius2=float(primal), radius2_lower=float(dual), coef=beta, n_iter=int(n_iter),
         status="optimal" if status == 0 else "max_iter", time=time.perf_counter() - start,

@@ -623,7 +623,8 @@ cdef class S2DOState:
         # Round-off thresholds relative to each example's own capacity.
         cap = np.asarray(C)
         self.eps_zero = 1e-14 * np.where(np.isfinite(cap), cap, 1.0)
-        self.lim = np.where(np.isfinite(cap), cap - 1e-12 * cap, np.inf)
+        with np.errstate(invalid="ignore"):   # inf − inf where there is no upper bound
+            self.lim = np.where(np.isfinite(cap), cap - 1e-12 * cap, np.inf)
         self.F = np.zeros((self.m, self.Q))
         self.G = np.zeros((self.m, self.P))
         self.gsum = np.zeros((self.m, self.R))

@@ -536,8 +536,10 @@ class OnlineStream:
     def feed(self, X, y, *, max_iter=None, verbose=False, sample_weight=None) -> str:
         """One pass over a chunk (patterns visited in a random order); the status.
 
-        ``y`` is coded 0 .. Q−1; ``sample_weight`` (positive, one per row; None:
-        all 1) weights the patterns' losses (:mod:`msvm.problem`).  Returns ``"epoch_limit"`` (the chunk was
+        ``y`` is coded 0 .. Q−1; ``sample_weight`` (non-negative, one per row;
+        None: all 1) weights the patterns' losses (:mod:`msvm.problem`); a
+        pattern of weight 0 is skipped (it still counts in the pattern
+        indices).  Returns ``"epoch_limit"`` (the chunk was
         fed) or ``"max_iter"`` (``max_iter`` steps were taken first; the rest
         of the chunk is dropped).
         """
@@ -548,9 +550,15 @@ class OnlineStream:
         if self.sparse and self.n_calls == 0:
             self._kcost = 8.0 + 0.5 * X.nnz / max(n, 1)
             self.state.kcost = self._kcost
-        arrays = batch_arrays(X, self.kernel, self.gamma, self.degree, self.coef0)
-        order = self.rng.permutation(n).astype(np.intp)
         gids = np.arange(self.n_seen, self.n_seen + n, dtype=np.intp)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            keep = np.flatnonzero(sample_weight > 0)
+            if len(keep) < n:   # weight 0: no place in the problem (as in fit)
+                X, y, gids, sample_weight = X[keep], np.asarray(y)[keep], gids[keep], \
+                    sample_weight[keep]
+        arrays = batch_arrays(X, self.kernel, self.gamma, self.degree, self.coef0)
+        order = self.rng.permutation(len(gids)).astype(np.intp)
         self.state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
                              arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"],
                              np.ascontiguousarray(y, dtype=np.intp), gids, order,
