@@ -96,6 +96,19 @@ Without a bias (the machine msvm's decomposition solvers train)
 Both lemmas also give a sharper count: L_m is at most the number of points
 that satisfy the lemma's necessary condition (``n_candidates``).
 
+Weights
+    With example weights wᵢ > 0 (``sample_weight`` times ``class_weight``,
+    :mod:`msvm.problem`) the M-SVM² is the hard-margin machine on
+    κ(x_i, x_j) = k(x_i, x_j) + δ_ij/(2C wᵢ): each point still has a private
+    dimension, of squared length 1/(2C wᵢ), and nothing above uses that the
+    shifts are equal.  The LOO prediction at x_p still reads k(x_i, x_p)
+    (the private coordinate of p is orthogonal to every other point), the
+    KKT conditions of the hard-margin machine give Proposition 3, and both
+    lemmas hold with κ_pp = k_pp + 1/(2C w_p) and the ball of these points;
+    so the bounds apply unchanged to the weighted machine (the LOO errors
+    are counted, not weighted).  An example of weight 0 is not a training
+    point (its shift would be infinite); the search refuses it.
+
 Smallest enclosing ball
 -----------------------
 :func:`enclosing_ball` solves max_β Σ_i β_i κ_ii − βᵀKβ over the simplex by
@@ -106,7 +119,8 @@ at c = Σ β_i Φ(x_i), an upper bound on the smallest radius within the
 duality gap it reports; the bound above only needs *some* enclosing ball, so
 using this value keeps the bound valid at any tolerance.  For the M-SVM²
 kernel the shift 1/(2C) adds a private dimension per point:
-R'² = max_β Σβ_i k_ii − βᵀKβ + (1 − ‖β‖²)/(2C), so R² ≤ R'² ≤ R² + 1/(2C).
+R'² = max_β Σβ_i k_ii − βᵀKβ + (1 − ‖β‖²)/(2C), so R² ≤ R'² ≤ R² + 1/(2C)
+(with weights, per-point shifts sᵢ: R'² = max_β Σβ_i (k_ii + sᵢ) − βᵀKβ − Σβ_i² sᵢ).
 """
 
 from __future__ import annotations
