@@ -9,7 +9,8 @@ pickle.  It holds
     version that wrote it, every estimator parameter (so the machine, the
     kernel and its parameters), the fitted scalars (``gamma_`` actually
     used, ``n_features_in_``, ``shape_fit_``, ``n_iter_``, the feature
-    names, the class weights ``class_weight_``), the certificate ``solution_`` (non-finite floats written as
+    names, the class weights ``class_weight_``), the certificate
+    ``solution_`` (non-finite floats written as
     ``{"$float": "nan"}``, ``"inf"`` or ``"-inf"``, since JSON has none),
     the layout of the classes and of the support vectors, and a free
     ``metadata`` dict of the caller's (the command line records how it read
