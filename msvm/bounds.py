@@ -96,6 +96,19 @@ Without a bias (the machine msvm's decomposition solvers train)
 Both lemmas also give a sharper count: L_m is at most the number of points
 that satisfy the lemma's necessary condition (``n_candidates``).
 
+Weights
+    With example weights wᵢ > 0 (``sample_weight`` times ``class_weight``,
+    :mod:`msvm.problem`) the M-SVM² is the hard-margin machine on
+    κ(x_i, x_j) = k(x_i, x_j) + δ_ij/(2C wᵢ): each point still has a private
+    dimension, of squared length 1/(2C wᵢ), and nothing above uses that the
+    shifts are equal.  The LOO prediction at x_p still reads k(x_i, x_p)
+    (the private coordinate of p is orthogonal to every other point), the
+    KKT conditions of the hard-margin machine give Proposition 3, and both
+    lemmas hold with κ_pp = k_pp + 1/(2C w_p) and the ball of these points;
+    so the bounds apply unchanged to the weighted machine (the LOO errors
+    are counted, not weighted).  An example of weight 0 is not a training
+    point (its shift would be infinite); the search refuses it.
+
 Smallest enclosing ball
 -----------------------
 :func:`enclosing_ball` solves max_β Σ_i β_i κ_ii − βᵀKβ over the simplex by
@@ -106,7 +119,8 @@ at c = Σ β_i Φ(x_i), an upper bound on the smallest radius within the
 duality gap it reports; the bound above only needs *some* enclosing ball, so
 using this value keeps the bound valid at any tolerance.  For the M-SVM²
 kernel the shift 1/(2C) adds a private dimension per point:
-R'² = max_β Σβ_i k_ii − βᵀKβ + (1 − ‖β‖²)/(2C), so R² ≤ R'² ≤ R² + 1/(2C).
+R'² = max_β Σβ_i k_ii − βᵀKβ + (1 − ‖β‖²)/(2C), so R² ≤ R'² ≤ R² + 1/(2C)
+(with weights, per-point shifts sᵢ: R'² = max_β Σβ_i (k_ii + sᵢ) − βᵀKβ − Σβ_i² sᵢ).
 """
 
 from __future__ import annotations
@@ -190,7 +204,7 @@ def _as_kernel(X, kernel, gamma, degree, coef0) -> Kernel:
     return Kernel(X, kernel, gamma=g, degree=degree, coef0=coef0)
 
 
-def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift: float = 0.0,
+def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift=0.0,
                    tol: float = 1e-10, max_iter: int | None = None, warm_start=None,
                    cache_size: float = 200.0) -> EnclosingBall:
     """Smallest ball enclosing the points in the feature space of a kernel.
@@ -202,9 +216,11 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
         arguments are ignored).
     kernel, gamma, degree, coef0
         As in :class:`msvm.MultiClassSVC`.
-    shift : float, default=0
-        Added to the kernel's diagonal: ``1/(2C)`` gives the ball of the
-        M-SVM²'s kernel k + δ_ij/(2C).
+    shift : float or array-like of shape (m,), default=0
+        Added to the kernel's diagonal (one value for every point, or one per
+        point): ``1/(2C)`` gives the ball of the M-SVM²'s kernel
+        k + δ_ij/(2C), ``1/(2C w_i)`` that of a weighted M-SVM²
+        (``DualProblem.kernel_shift``).
     tol : float, default=1e-10
         Stop when the relative duality gap (R²_primal − R²_dual)/R²_primal
         is at most ``tol``.
@@ -224,8 +240,14 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
     start = time.perf_counter()
     kern = _as_kernel(X, kernel, gamma, degree, coef0)
     m = kern.n_samples
-    if not isinstance(shift, Real) or not (np.isfinite(shift) and shift >= 0):
-        raise ValueError(f"shift must be a finite number >= 0, got {shift!r}.")
+    try:
+        shifts = np.ascontiguousarray(np.broadcast_to(np.asarray(shift, dtype=np.float64), (m,)))
+    except (TypeError, ValueError):
+        shifts = None
+    if (shifts is None or isinstance(shift, bool)
+            or not np.all(np.isfinite(shifts) & (shifts >= 0))):
+        raise ValueError(f"shift must be finite numbers >= 0 (one, or one per point), got "
+                         f"{shift!r}.")
     if not isinstance(tol, Real) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
     if max_iter is None:
@@ -246,7 +268,7 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
     u = np.empty(m)
     cache = kern.cache(cache_size)
     primal, dual, n_iter, n_fw, n_away, n_drop, status = ball_frank_wolfe(
-        cache, float(shift), beta, u, float(tol), int(max_iter))
+        cache, shifts, beta, u, float(tol), int(max_iter))
     return EnclosingBall(
         radius2=float(primal), radius2_lower=float(dual), coef=beta, n_iter=int(n_iter),
         status="optimal" if status == 0 else "max_iter", time=time.perf_counter() - start,

@@ -11,7 +11,8 @@ work as libsvm's ``svm-train`` and ``svm-predict``: a model file (:mod:`msvm.io`
 between them, one predicted label per line, ``Accuracy = x% (k/n)``, ``-v k``
 for k-fold cross-validation accuracy, and libsvm's short options where they
 mean the same thing (``-c -g -t -d -r -e -m -v -q``; ``-t 4`` reads the
-precomputed-kernel format ``label 0:i 1:K(x_i, x_1) ...``).  ``select`` picks
+precomputed-kernel format ``label 0:i 1:K(x_i, x_1) ...``; ``-wi weight``
+sets the weight of class i, C·weight, as ``--class-weight i:weight``).  ``select`` picks
 (C, γ) over a grid (grid.py's ``--log2c`` / ``--log2g``) by k-fold CV or by
 the radius–margin criteria of :class:`msvm.RadiusMarginSearch` and writes the
 best model; ``validate`` runs the validation suite (``python -m validation``).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -97,11 +99,61 @@ def _libsvm_kernel(text: str) -> str:
             f"must be a libsvm kernel code 0-4 ({codes}), got {text!r}") from None
 
 
+def _label(text: str):
+    """A class label as written in a LIBSVM file: an integer, else a float, else text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _class_weight_item(text: str):
+    """``--class-weight``: 'balanced' or 'LABEL:WEIGHT' (libsvm's -wLABEL WEIGHT)."""
+    if text == "balanced":
+        return text
+    label, sep, weight = text.rpartition(":")
+    try:
+        value = float(weight)
+    except ValueError:
+        value = None
+    if not sep or not label or value is None or not (np.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"must be 'balanced' or LABEL:WEIGHT with a weight >= 0 (libsvm: -wLABEL WEIGHT), "
+            f"got {text!r}")
+    return _label(label), value
+
+
+def _libsvm_weights(argv: list[str]) -> list[str]:
+    """libsvm's ``-wi weight`` (``-w1 5``, ``-w-1 0.5``) as ``--class-weight i:weight``."""
+    out, i = [], 0
+    while i < len(argv):
+        match = re.fullmatch(r"-w(.+)", argv[i])
+        if match and i + 1 < len(argv):
+            out += ["--class-weight", f"{match.group(1)}:{argv[i + 1]}"]
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def _class_weight(items) -> dict | str | None:
+    """The estimator's ``class_weight`` from the repeated ``--class-weight`` values."""
+    if not items:
+        return None
+    if "balanced" in items:
+        if len(items) > 1:
+            raise ValueError("--class-weight balanced cannot be combined with LABEL:WEIGHT "
+                             "values (or -wi options)")
+        return "balanced"
+    return dict(items)
+
+
 #: The estimator's options: (long flag, libsvm's short flag or None, argparse keywords).
-#: One row per MultiClassSVC parameter, shared by fit, train and select.  The slot for
-#: --class-weight (libsvm's -wi) is here, once MultiClassSVC has class_weight (issue 23,
-#: item 4): ("--class-weight", None, dict(type=..., default=None, help=...)); its value
-#: then reaches the estimator through _estimator() and the model file through get_params.
+#: One row per MultiClassSVC parameter, shared by fit, train and select.  libsvm's
+#: -wi weight is translated into --class-weight i:weight before parsing (main).
 ESTIMATOR_OPTIONS = [
     ("--model", None, dict(default="ww", choices=list(MODELS), help="machine (default ww)")),
     ("--kernel", None, dict(default="rbf", choices=list(KERNELS),
@@ -133,6 +185,10 @@ ESTIMATOR_OPTIONS = [
                                      help="online solver's working sets (default s2do_all)")),
     ("--seed", None, dict(dest="random_state", type=int, default=None,
                           help="seed of randomised solvers and of the CV folds")),
+    ("--class-weight", None, dict(
+        type=_class_weight_item, action="append", default=None, metavar="LABEL:WEIGHT",
+        help="weight of a class's loss, C*WEIGHT (repeatable; libsvm's -wLABEL WEIGHT), or "
+             "'balanced' (n_samples / (n_classes * count)); default: all 1")),
 ]
 
 
@@ -153,7 +209,8 @@ def _estimator(args, **overrides):
                   solver=args.solver, tol=args.tol, cache_size=args.cache_size,
                   cache_dtype=args.cache_dtype, max_iter=args.max_iter, n_jobs=args.n_jobs,
                   epochs=args.epochs, online_strategy=args.online_strategy,
-                  random_state=args.random_state, verbose=int(args.verbose))
+                  random_state=args.random_state, verbose=int(args.verbose),
+                  class_weight=_class_weight(args.class_weight))
     params.update(overrides)
     return MultiClassSVC(**params)
 
@@ -543,8 +600,11 @@ def _train(args, prog: str) -> int:
     sol = est.solution_
     say(f"{prog}: {args.train}: {X.shape[0]} samples, {X.shape[1]} "
         f"{'kernel columns' if precomputed else 'features'}, {len(est.classes_)} classes")
+    weights = ("" if est.class_weight is None else "class weights " + ", ".join(
+        f"{_format_label(c)}: {w:g}" for c, w in zip(est.classes_, est.class_weight_,
+                                                    strict=True)) + "; ")
     say(f"model {args.model}, kernel {args.kernel} (gamma={est.gamma_:.6g}), C={args.C:g}, "
-        f"{'bias' if args.bias else 'no bias'}; solver {sol['solver']}: status "
+        f"{'bias' if args.bias else 'no bias'}; {weights}solver {sol['solver']}: status "
         f"{sol['status']}, {sol['n_iter']} iterations, {sol['time']:.3f} s")
     say(f"nSV = {len(est.support_)}, dual objective = {sol['dual_objective']:.10g}"
         + ("" if sol.get("primal_objective") is None else
@@ -690,6 +750,8 @@ def main(argv: list[str] | None = None) -> int:
         while flag in argv[:-1]:
             i = argv.index(flag)
             argv[i:i + 2] = [f"{flag}={argv[i + 1]}"]
+    if argv and argv[0] in ("fit", "train", "select"):
+        argv = [argv[0], *_libsvm_weights(argv[1:])]
     parser = _build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

@@ -6,7 +6,9 @@ benchmarks all call :func:`diagnose`, so they agree by construction.
 Definitions (for a machine of the unified table, see :mod:`msvm.machines`):
 
 * **Dual objective** D(α) = −J(α) = γᵀα − ½ αᵀHα (the maximisation form).
-* **Primal objective** P = ½ Σ_c ‖w_c‖² + C · loss(ξ), with w_c = Σ_i β_ic φ(x_i),
+* **Primal objective** P = ½ Σ_c ‖w_c‖² + C Σ_i w_i loss(ξ_i), with
+  w_i the example weights (1 unless weighted, :mod:`msvm.problem`),
+  w_c = Σ_i β_ic φ(x_i),
   b from the KKT conditions and the smallest feasible ξ for that (w, b):
   hinge loss: ξ_ir = max(0, max_{p in slack r} γ_p − ν̄_p·h(x_i));
   squared loss (M-SVM²): min_ξ Σ_k ξ_k² + (Σ_k ξ_k)² s.t. ξ_k ≥ r_k, whose
@@ -17,14 +19,15 @@ Definitions (for a machine of the unified table, see :mod:`msvm.machines`):
   Any feasible (w, b, ξ) gives P ≥ P* ≥ D* ≥ D, so the gap P − D ≥ 0 bounds
   the suboptimality of α whatever the solver.
 * **b from KKT** (seed 000 §4.1, generalised): every free variable
-  (0 < α_ip, its slack not at capacity C) has an active margin constraint,
+  (0 < α_ip, its slack not at capacity C_i = C w_i) has an active margin constraint,
   ν̄_p·b = −∂J/∂α_ip; within a slack group at capacity the gradients of the
   positive variables are equal, (ν̄_p − ν̄_q)·b = −(g_p − g_q).  b is the
   least-squares solution of these equations in span(U) (the directions the
   constraints see, which also fixes the gauge of WW and CS).  When they do
   not determine b, b minimises the primal objective for the given w, a
   small LP solved with HiGHS (hinge) or a smooth convex problem (squared).
-* **KKT residuals** per constraint family, scaled by C (by max(1, max α) for
+* **KKT residuals** per constraint family, scaled by the largest capacity
+  C max_i w_i (C without weights; max(1, max α) for
   the M-SVM², which has no upper bound): ``stationarity`` is the natural
   residual ‖α − Π(α − ∇J − Aᵀb)‖∞ with Π the projection onto each example's
   box/capped simplex; ``bounds`` the violation of α ≥ 0 and the capacities;
@@ -45,7 +48,8 @@ from msvm.problem import DualProblem, DualSolution
 __all__ = ["Diagnostics", "diagnose", "bias_from_kkt", "primal_objective", "kkt_violation",
            "project_feasible", "repair_equality"]
 
-# α_ip ≤ ZERO_TOL · C counts as "at zero", a slack sum ≥ (1 − ZERO_TOL) C as "at capacity".
+# α_ip ≤ ZERO_TOL · C_i counts as "at zero", a slack sum ≥ (1 − ZERO_TOL) C_i as "at capacity"
+# (C_i = C w_i, the example's capacity; 1 instead of C_i for the quadratic loss).
 ZERO_TOL = 1e-8
 
 
@@ -93,15 +97,27 @@ def _group_masks(problem: DualProblem):
 
 def _residual_scale(problem: DualProblem, alpha: np.ndarray) -> float:
     if problem.machine.loss == "hinge":
-        return problem.C
+        return problem.scale
     return max(1.0, float(alpha.max(initial=0.0)))
 
 
-def _project_capped_simplex(v: np.ndarray, member: np.ndarray, cap: float) -> np.ndarray:
-    """Row-wise projection onto {x ≥ 0, Σ_members x ≤ cap}; non-members are left at 0."""
+def _zero_tol(problem: DualProblem) -> np.ndarray:
+    """Per-example threshold (m,) of "at zero" and "at capacity" (ZERO_TOL · C_i)."""
+    if problem.machine.loss == "hinge":
+        return ZERO_TOL * problem.capacity
+    return np.full(problem.n_samples, ZERO_TOL)
+
+
+def _project_capped_simplex(v: np.ndarray, member: np.ndarray, cap) -> np.ndarray:
+    """Row-wise projection onto {x ≥ 0, Σ_members x ≤ cap_i}; non-members are left at 0.
+
+    ``cap`` is one capacity for every row or an (n,) array of them.
+    """
     x = np.where(member, np.maximum(v, 0.0), 0.0)
+    cap = np.broadcast_to(np.asarray(cap, dtype=np.float64), (v.shape[0],))
     over = x.sum(axis=1) > cap
     if np.any(over):
+        cap = cap[over][:, None]
         u = np.where(member[over], v[over], -np.inf)
         u = -np.sort(-u, axis=1)
         finite = np.isfinite(u)
@@ -109,7 +125,7 @@ def _project_capped_simplex(v: np.ndarray, member: np.ndarray, cap: float) -> np
         j = np.arange(1, u.shape[1] + 1)
         cond = finite & (u - (css - cap) / j > 0)
         rho = cond.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
-        tau = (css[np.arange(len(rho)), rho] - cap) / (rho + 1)
+        tau = (css[np.arange(len(rho)), rho] - cap[:, 0]) / (rho + 1)
         x[over] = np.where(member[over], np.maximum(v[over] - tau[:, None], 0.0), 0.0)
     return x
 
@@ -120,7 +136,7 @@ def _project(problem: DualProblem, v: np.ndarray) -> np.ndarray:
         return np.where(problem.active, np.maximum(v, 0.0), 0.0)
     out = np.zeros_like(v)
     for member in _group_masks(problem):
-        out += _project_capped_simplex(v, member & problem.active, problem.C)
+        out += _project_capped_simplex(v, member & problem.active, problem.capacity)
     return out
 
 
@@ -140,7 +156,7 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     if not problem.fit_intercept:
         return x
     A = problem.equality_matrix()
-    scale = max(problem.C if problem.machine.loss == "hinge" else 0.0,
+    scale = max(problem.scale if problem.machine.loss == "hinge" else 0.0,
                 float(np.max(np.abs(v), initial=0.0)), 1e-300)
     if np.max(np.abs(A @ x.ravel()), initial=0.0) <= 1e-12 * scale or A.shape[0] == 0:
         return x
@@ -153,23 +169,26 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     lam = minimize(negative_dual, np.zeros(A.shape[0]), jac=True, method="L-BFGS-B",
                    options={"gtol": 1e-13 * scale, "ftol": 0.0, "maxiter": 1000}).x
     x = _project(problem, v - (A.T @ lam).reshape(v.shape))
-    repair_equality(problem, x, problem.C if problem.machine.loss == "hinge" else np.inf)
+    repair_equality(problem, x, problem.capacity)
     return x
 
 
-def repair_equality(problem: DualProblem, alpha: np.ndarray, cap: float) -> None:
+def repair_equality(problem: DualProblem, alpha: np.ndarray, cap) -> None:
     """Remove the round-off of the equality rows with a least-norm move of the free variables.
 
-    ``alpha`` is changed in place; free means strictly between 0 and ``cap``.
+    ``alpha`` is changed in place; free means strictly between 0 and the
+    example's ``cap`` (one bound for all, or an (m,) array of them).
     """
     A = problem.equality_matrix()
     residual = A @ alpha.ravel()
-    free = np.flatnonzero((alpha.ravel() > 0) & (alpha.ravel() < cap))
+    caps = np.broadcast_to(np.broadcast_to(np.asarray(cap, dtype=np.float64),
+                                           (alpha.shape[0],))[:, None], alpha.shape).ravel()
+    free = np.flatnonzero((alpha.ravel() > 0) & (alpha.ravel() < caps))
     if len(free) == 0 or not np.any(residual):
         return
     delta = np.linalg.lstsq(A[:, free], -residual, rcond=None)[0]
     flat = alpha.reshape(-1)
-    flat[free] = np.clip(flat[free] + delta, 0.0, cap)
+    flat[free] = np.clip(flat[free] + delta, 0.0, caps[free])
 
 
 def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -199,8 +218,9 @@ def _squared_slacks(r: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(r), np.maximum(r, best_t[:, None]), 0.0)
 
 
-def _squared_loss(xi: np.ndarray) -> float:
-    return float(np.sum(xi**2) + np.sum(xi.sum(axis=1) ** 2))
+def _squared_loss(xi: np.ndarray, weight: np.ndarray) -> float:
+    """Σ_i w_i (Σ_k ξ_ik² + (Σ_k ξ_ik)²)."""
+    return float(weight @ (np.sum(xi**2, axis=1) + xi.sum(axis=1) ** 2))
 
 
 # ------------------------------------------------------------ the numbers
@@ -209,17 +229,18 @@ def primal_objective(problem: DualProblem, alpha, b, F=None):
     beta = problem.beta(alpha)
     if F is None:
         F = problem.scores(beta)
-    F_plain = F - problem.kernel_shift * beta
+    F_plain = F - problem.kernel_shift[:, None] * beta
     reg = 0.5 * float(np.sum(beta * F_plain))
     r = _margins(problem, F_plain, b)
+    w = problem.sample_weight
     if problem.machine.loss == "squared":
         xi = _squared_slacks(r)
-        loss = _squared_loss(xi)
+        loss = _squared_loss(xi, w)
     else:
         xi = np.stack([np.max(np.where(mk, r, -np.inf), axis=1) for mk in _group_masks(problem)],
                       axis=1)
         xi = np.maximum(xi, 0.0)
-        loss = float(xi.sum())
+        loss = float(w @ xi.sum(axis=1))
     return reg + problem.C * loss, xi
 
 
@@ -229,9 +250,9 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     U = problem.equality_basis
     if not problem.fit_intercept or U.shape[1] == 0:
         return np.zeros(Q), "none"
-    tol = ZERO_TOL * (problem.C if problem.machine.loss == "hinge" else 1.0)
+    tol = _zero_tol(problem)
     nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)  # constraint directions in λ
-    positive = (alpha > tol) & problem.active
+    positive = (alpha > tol[:, None]) & problem.active
     rows, rhs = [], []
     if problem.machine.loss == "squared":
         rows.append(nu[positive])
@@ -240,7 +261,7 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
         sums = problem.slack_sums(alpha)
         for r, member in enumerate(_group_masks(problem)):
             pos = positive & member
-            full = sums[:, r] >= problem.C - tol
+            full = sums[:, r] >= problem.capacity - tol
             # Groups below capacity: each positive variable has an active constraint.
             free = pos & ~full[:, None]
             rows.append(nu[free])
@@ -266,8 +287,9 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     beta = problem.beta(alpha)
     if F is None:
         F = problem.scores(beta)
-    F_plain = F - problem.kernel_shift * beta
+    F_plain = F - problem.kernel_shift[:, None] * beta
     base = _margins(problem, F_plain, np.zeros(problem.n_classes))  # r at b = 0
+    w = problem.sample_weight
     nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)
     if problem.machine.loss == "squared":
         def loss_and_grad(lam):
@@ -275,7 +297,7 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
             xi = _squared_slacks(r)
             # Envelope theorem: ∂loss/∂r_k is the multiplier 2(ξ_k + Σ ξ) where ξ_k = r_k.
             mult = np.where(problem.active & (xi <= r), 2 * (xi + xi.sum(1, keepdims=True)), 0.0)
-            return _squared_loss(xi), -np.einsum("ip,ipr->r", mult, nu)
+            return _squared_loss(xi, w), -np.einsum("ip,ipr->r", w[:, None] * mult, nu)
 
         lam = minimize(loss_and_grad, np.zeros(U.shape[1]), jac=True, method="L-BFGS-B",
                        options={"gtol": 1e-12, "ftol": 1e-15}).x
@@ -292,7 +314,7 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     xi_part = sp.csr_matrix((-np.ones(len(ii)), (np.arange(len(ii)), slack_col - r_dim)),
                             shape=(len(ii), n_var - r_dim))
     A_ub = sp.hstack([lam_part, xi_part]).tocsr()
-    cost = np.concatenate([np.zeros(r_dim), np.ones(n_var - r_dim)])
+    cost = np.concatenate([np.zeros(r_dim), np.repeat(w, n_slacks)])
     bounds = [(None, None)] * r_dim + [(0, None)] * (n_var - r_dim)
     res = linprog(cost, A_ub=A_ub, b_ub=-base[ii, pp], bounds=bounds, method="highs")
     return U @ res.x[:r_dim]
@@ -307,8 +329,8 @@ def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
     violation unchanged, which is how :func:`msvm.model_selection.loo_error`
     certifies that such a removal keeps the solution optimal.
     """
-    tol = ZERO_TOL * (problem.C if problem.machine.loss == "hinge" else 1.0)
-    positive = (alpha > tol) & problem.active
+    tol = _zero_tol(problem)
+    positive = (alpha > tol[:, None]) & problem.active
     inf = np.inf
     if problem.machine.loss == "squared":
         down = np.where(positive, G, -inf).max(axis=1, initial=0.0)
@@ -319,7 +341,7 @@ def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
         worst = np.zeros(problem.n_samples)
         for r, member in enumerate(_group_masks(problem)):
             m_act = member & problem.active
-            full = sums[:, r] >= problem.C - tol
+            full = sums[:, r] >= problem.capacity - tol
             down = np.where(positive & member, G, -inf).max(axis=1, initial=-inf)
             lowest = np.where(m_act, G, inf).min(axis=1, initial=inf)
             up = np.where(full, -inf, -lowest)

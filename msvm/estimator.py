@@ -21,9 +21,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, InconsistentVersionWarning
 from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
 
 from msvm.diagnostics import diagnose
 from msvm.kernels import (
@@ -63,9 +69,10 @@ class FitSetup:
 
     Attributes
     ----------
-    X : ndarray or CSR matrix of shape (n_samples, n_features)
-        The validated training points (float64; the Gram matrix for
-        ``kernel='precomputed'``).
+    X : ndarray or CSR matrix of shape (n_examples, n_features)
+        The validated training points of the problem (float64; the Gram
+        matrix for ``kernel='precomputed'``): the rows of the user's X whose
+        weight is positive (all of them when no weight is zero).
     classes : ndarray of shape (n_classes,)
         The sorted labels; ``problem.y`` holds their codes 0 … Q − 1.
     problem : DualProblem
@@ -78,6 +85,13 @@ class FitSetup:
     started : float
         :func:`time.perf_counter` when the setup was made (the verbose log
         reports the total time of the fit from it).
+    index : ndarray of shape (n_examples,) or None
+        The row of the user's X of each example of the problem, when
+        examples of weight zero were left out (None: every row, in order).
+    fit_shape : tuple of int or None
+        Shape of the user's X (None: ``X.shape``).
+    class_weight : ndarray of shape (n_classes,) or None
+        The class weights used (``class_weight`` resolved; None: all 1).
     """
 
     X: object
@@ -86,6 +100,9 @@ class FitSetup:
     solver: str
     gamma: float
     started: float = field(default_factory=time.perf_counter)
+    index: np.ndarray | None = None
+    fit_shape: tuple | None = None
+    class_weight: np.ndarray | None = None
 
 
 class MsvmVersionWarning(InconsistentVersionWarning):
@@ -161,7 +178,9 @@ class MultiClassSVC(ClassifierMixin, BaseEstimator):
         Soft-margin parameter (> 0), in the machine's original formulation.
         For two classes, WW and CS with C equal SVC with ``C = 2C``; LLW,
         ADM, ATM and MMR equal SVC with ``C = C/2``; ATS and OvA equal SVC
-        with ``C = C``.
+        with ``C = C``.  Example i's loss is weighted by
+        wᵢ = ``class_weight[yᵢ]`` · ``sample_weight[i]`` (capacity C·wᵢ,
+        see ``class_weight``).
     kernel : {'linear', 'poly', 'rbf', 'laplace', 'sigmoid', 'precomputed'} or callable, \
 default='rbf'
         Kernel, with scikit-learn's conventions (:mod:`msvm.kernels`).  With
@@ -271,11 +290,26 @@ default='rbf'
         ≤ ``tol`` (status ``'optimal'``, the same stopping rule as
         ``'s2do'``).  :meth:`partial_fit` always makes one pass over its
         chunk.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the classes' losses, as in :class:`sklearn.svm.SVC`:
+        example i's loss is multiplied by wᵢ = ``class_weight[yᵢ]`` ·
+        ``sample_weight[i]`` (:meth:`fit`).  None gives every class weight 1;
+        a dict maps labels to non-negative weights (missing labels get 1);
+        ``'balanced'`` is n_samples / (n_classes · count(y = c)), from the
+        labels alone (not from ``sample_weight``, as in SVC).  For the hinge
+        machines the weight scales the example's capacity to C·wᵢ; for the
+        M-SVM², whose loss is quadratic, its kernel shift becomes
+        1/(2 C wᵢ) (:mod:`msvm.problem` derives both).  Examples of weight 0
+        are left out of the dual problem, as libsvm does (they cannot be
+        support vectors, and fitting equals fitting without them).
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The class labels, sorted.
+        The class labels, sorted (all labels of y, including a class whose
+        examples all have weight zero).
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class (``class_weight`` resolved; ones for None).
     n_features_in_ : int
         Number of features seen during :meth:`fit` (n_samples for a
         precomputed kernel).
@@ -384,6 +418,7 @@ default='rbf'
         "online_strategy": [StrOptions(set(STRATEGIES))],
         "epochs": [Interval(Integral, 1, None, closed="left"), None],
         "certify": ["boolean"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -407,6 +442,7 @@ default='rbf'
         online_strategy: str = "s2do_all",
         epochs=1,
         certify: bool = True,
+        class_weight=None,
     ):
         self.model = model
         self.C = C
@@ -427,6 +463,7 @@ default='rbf'
         self.online_strategy = online_strategy
         self.epochs = epochs
         self.certify = certify
+        self.class_weight = class_weight
 
     # ------------------------------------------------------------ helpers
     def __sklearn_tags__(self):
@@ -532,7 +569,7 @@ default='rbf'
         return options
 
     # ---------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the multi-class SVM.
 
         Parameters
@@ -543,14 +580,23 @@ default='rbf'
         y : array-like of shape (n_samples,)
             Class labels: integers, strings, booleans or integral floats (any
             discrete target scikit-learn accepts), encoded with ``np.unique``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each example's loss, times its class's
+            weight (``class_weight``): example i gets the capacity
+            C · wᵢ, as in :class:`sklearn.svm.SVC` (the M-SVM²: the kernel
+            shift 1/(2C wᵢ)).  An integer weight k gives the model of the
+            example repeated k times; examples of weight 0 are left out.
+            With ``gamma='scale'`` the variance of X is weighted by it too.
+            None: every weight 1.
 
         Returns
         -------
         self : MultiClassSVC
             The fitted estimator.
         """
-        setup = self.prepare_fit(X, y)
+        setup = self.prepare_fit(X, y, sample_weight)
         X, problem, gamma_ = setup.X, setup.problem, setup.gamma
+        n_rows = (setup.fit_shape or X.shape)[0]   # rows of the user's X
         options = self.solver_options(setup)
         with warnings.catch_warnings():
             # Non-convergence is reported below, with the diagnostics.
@@ -561,13 +607,15 @@ default='rbf'
         self._fit_seed = None
         self._no_continue = None
         exported = solution.info.pop("online_state", None)
+        if exported is not None and setup.index is not None:
+            exported["gids"] = setup.index[exported["gids"]]   # the user's row numbers
         if exported is not None:
             # An online fit can be continued by partial_fit.
             self._stream = OnlineStream.from_export(
                 exported, problem.machine, self.C, self.kernel, gamma_, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
                 online_strategy=self.online_strategy, cache_size=self.cache_size,
-                random_state=self.random_state, n_seen=X.shape[0], time=solution.time)
+                random_state=self.random_state, n_seen=n_rows, time=solution.time)
         self._log(
             f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
             f"{solution.time:.3f} s"
@@ -575,12 +623,15 @@ default='rbf'
         self.set_solution(setup, solution)
         if (self._stream is None and not self.fit_intercept and not self._precomputed
                 and not callable(self.kernel)):
-            # What partial_fit needs to continue this model (support vectors' labels and α).
-            self._fit_seed = (problem.y[self.support_], solution.alpha[self.support_],
-                              X.shape[0])
+            # What partial_fit needs to continue this model (support vectors' labels, α
+            # and weights).
+            local = (self.support_ if setup.index is None
+                     else np.searchsorted(setup.index, self.support_))
+            self._fit_seed = (problem.y[local], solution.alpha[local], n_rows,
+                              problem.sample_weight[local] if problem.weighted else None)
         return self
 
-    def prepare_fit(self, X, y) -> FitSetup:
+    def prepare_fit(self, X, y, sample_weight=None) -> FitSetup:
         """Validate the parameters and (X, y); build the dual problem (first step of fit).
 
         Part of the advanced API (see Notes of the class): :meth:`fit` is
@@ -594,12 +645,15 @@ default='rbf'
             As in :meth:`fit`.
         y : array-like of shape (n_samples,)
             As in :meth:`fit`.
+        sample_weight : array-like of shape (n_samples,), default=None
+            As in :meth:`fit`.
 
         Returns
         -------
         FitSetup
             The validated X, the sorted labels, the
-            :class:`~msvm.problem.DualProblem`, the resolved solver and the
+            :class:`~msvm.problem.DualProblem` (with the examples' weights;
+            examples of weight zero left out), the resolved solver and the
             kernel γ used.  Nothing is stored on the estimator but the
             input checks' ``n_features_in_`` (and ``feature_names_in_``).
         """
@@ -616,6 +670,17 @@ default='rbf'
                 f"{n_classes} class ({classes[0]!r}). A classifier needs examples of at "
                 "least 2 classes."
             )
+        fit_shape = X.shape
+        sw = (None if sample_weight is None
+              else _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                        ensure_non_negative=True))
+        class_weight, weight = self._weights(classes, y, y_codes, sw)
+        index = None
+        if weight is not None and np.any(weight == 0):
+            # As libsvm: an example of weight 0 has no place in the problem (its α
+            # would be 0, and the M-SVM²'s shift 1/(2C·0) infinite).
+            index = np.flatnonzero(weight > 0)
+            weight, y_codes = weight[index], y_codes[index]
         if self._precomputed:
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -628,7 +693,10 @@ default='rbf'
             check_gram(X)
             gamma_ = 0.0
         else:
-            gamma_ = resolve_gamma(self.gamma, X, used=self.kernel != "linear")
+            gamma_ = resolve_gamma(self.gamma, X, used=self.kernel != "linear",
+                                   sample_weight=sw)
+        if index is not None:
+            X = X[np.ix_(index, index)] if self._precomputed else X[index]
         self._log(
             f"data: {X.shape[0]} samples, {X.shape[1]} "
             f"{'kernel columns' if self._precomputed else 'features'}"
@@ -645,15 +713,51 @@ default='rbf'
             kernel = Kernel(X, self.kernel, gamma=gamma_, degree=self.degree, coef0=self.coef0)
             check_kernel_range(kernel)
         problem = DualProblem(make_machine(self.model, n_classes), y_codes, kernel, self.C,
-                              self.fit_intercept)
+                              self.fit_intercept, sample_weight=weight)
         solver_name = resolve_solver(self.solver, problem)
         kernel_name = self.kernel if isinstance(self.kernel, str) else "callable"
+        dropped = fit_shape[0] - X.shape[0]
         self._log(
             f"problem: model={self.model}, kernel={kernel_name}, gamma={gamma_:.6g}, "
             f"C={self.C:g}, bias={self.fit_intercept}, {int(problem.active.sum())} dual "
-            f"variables; solver={solver_name}"
+            f"variables{', weighted' if problem.weighted else ''}"
+            f"{f', {dropped} examples of weight 0 left out' if dropped else ''}"
+            f"; solver={solver_name}"
         )
-        return FitSetup(X, classes, problem, solver_name, float(gamma_), started)
+        return FitSetup(X, classes, problem, solver_name, float(gamma_), started, index=index,
+                        fit_shape=fit_shape, class_weight=class_weight)
+
+    def _weights(self, classes, y, y_codes, sample_weight, allow_all_zero: bool = False):
+        """(class weights, example weights) from ``class_weight`` and ``sample_weight``.
+
+        Either is None when every weight is 1 (the unweighted problem).
+        Raises ValueError for a negative or non-finite class weight and
+        (unless ``allow_all_zero``: a chunk of a stream) when every example
+        weighs 0.
+        """
+        class_weight = None
+        if self.class_weight is not None:
+            if isinstance(self.class_weight, dict):
+                for label, value in self.class_weight.items():
+                    if not (isinstance(value, Real) and np.isfinite(value) and value >= 0):
+                        raise ValueError(f"class_weight[{label!r}] must be a finite number "
+                                         f">= 0, got {value!r}.")
+                unknown = [label for label in self.class_weight
+                           if not np.any(np.asarray(classes == label))]
+                if unknown:
+                    raise ValueError(f"class_weight has labels that are not classes: "
+                                     f"{unknown!r} (the classes are {classes.tolist()!r}).")
+            class_weight = compute_class_weight(self.class_weight, classes=classes, y=y)
+            class_weight = np.asarray(class_weight, dtype=np.float64)
+        if sample_weight is None and class_weight is None:
+            return None, None
+        weight = np.ones(len(y_codes)) if sample_weight is None else sample_weight.copy()
+        if class_weight is not None:
+            weight *= class_weight[y_codes]
+        if not allow_all_zero and not np.any(weight > 0):
+            raise ValueError("Every example has weight zero (sample_weight times its "
+                             "class_weight): there is nothing to train on.")
+        return class_weight, weight
 
     def _certified(self, problem, solution):
         """The solution with its scores recomputed from β in float64 (``certify``).
@@ -721,10 +825,14 @@ default='rbf'
 
         beta = problem.beta(solution.alpha)
         support = np.flatnonzero(np.any(beta != 0, axis=1))
+        fit_shape = setup.fit_shape or X.shape
         self.classes_ = classes
-        self.support_ = support
+        self.class_weight_ = (np.ones(n_classes) if setup.class_weight is None
+                              else np.asarray(setup.class_weight, dtype=np.float64))
+        # Rows of the user's X (examples of weight zero were left out of the problem).
+        self.support_ = support if setup.index is None else setup.index[support]
         if self._precomputed:
-            self.support_vectors_ = np.empty((0, X.shape[1]))
+            self.support_vectors_ = np.empty((0, fit_shape[1]))
         else:
             self.support_vectors_ = X[support]
         self.n_support_ = np.bincount(y_codes[support], minlength=n_classes).astype(np.int32)
@@ -735,7 +843,7 @@ default='rbf'
             self.intercept_ = np.zeros(n_classes)
         self.gamma_ = float(gamma_)
         self.n_iter_ = int(solution.n_iter)
-        self.shape_fit_ = X.shape
+        self.shape_fit_ = tuple(fit_shape)
         self._set_coef()
         self.solution_ = {
             "status": status,
@@ -779,7 +887,7 @@ default='rbf'
 
     # -------------------------------------------------------- partial_fit
     @_streaming_only
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Feed one chunk of a stream to the online solver (one pass, then forget it).
 
         Every pattern of the chunk gets a TWO_NEWS step of the online solver
@@ -808,6 +916,11 @@ default='rbf'
         classes : array-like of shape (n_classes,), default=None
             Every label of the stream.  Required on the first call, optional
             (and then checked against ``classes_``) later.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the chunk's examples, times the class
+            weights of a dict ``class_weight`` (as in :meth:`fit`; examples of
+            weight 0 are skipped).  ``class_weight='balanced'`` needs the whole
+            training set and is refused here.
 
         Returns
         -------
@@ -823,6 +936,12 @@ default='rbf'
                 "partial_fit streams feature vectors; kernel='precomputed' and callable "
                 "kernels need the whole training set (use fit)."
             )
+        if isinstance(self.class_weight, str):
+            raise ValueError(
+                "class_weight='balanced' needs the class counts of the whole training set; "
+                "partial_fit takes class_weight=None or a dict (e.g. the balanced weights "
+                "computed beforehand with sklearn.utils.class_weight.compute_class_weight)."
+            )
         stream = getattr(self, "_stream", None)
         reason = getattr(self, "_no_continue", None)
         if stream is None and reason is not None:
@@ -830,18 +949,21 @@ default='rbf'
                              "again (fit or partial_fit on a fresh estimator).")
         if stream is None and getattr(self, "_fit_seed", None) is not None:
             # Continue a fit by another solver from its support vectors and their α.
-            labels, alpha_sv, n_train = self._fit_seed
+            labels, alpha_sv, n_train, weight_sv = (tuple(self._fit_seed) + (None,))[:4]
             stream = OnlineStream.from_solution(
                 make_machine(self.model, len(self.classes_)), self.C, self.kernel, self.gamma_,
                 self.degree, self.coef0, self.support_vectors_, labels, alpha_sv, self.support_,
                 tol=self.tol, online_strategy=self.online_strategy, cache_size=self.cache_size,
-                random_state=self.random_state, n_seen=n_train)
+                random_state=self.random_state, n_seen=n_train, weight=weight_sv)
             self._stream = stream
             self._fit_seed = None
         first = stream is None
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=first)
         check_classification_targets(y)
+        sw = (None if sample_weight is None
+              else _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                        ensure_non_negative=True, allow_all_zero_weights=True))
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -865,8 +987,10 @@ default='rbf'
                 "on the first call)."
             )
         y_codes = np.searchsorted(known, y)
+        class_weight, weight = (None, sw) if self.class_weight is None else (
+            self._weights(known, y, y_codes, sw, allow_all_zero=True))
         if first:
-            gamma_ = resolve_gamma(self.gamma, X)
+            gamma_ = resolve_gamma(self.gamma, X, sample_weight=sw)
             stream = OnlineStream(
                 make_machine(self.model, len(known)), self.C, self.kernel, gamma_, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
@@ -875,8 +999,10 @@ default='rbf'
             self.classes_ = known
             self.gamma_ = float(gamma_)
             self._stream = stream
+        self.class_weight_ = np.ones(len(known)) if class_weight is None else class_weight
         status = stream.feed(X, y_codes, max_iter=None if self.max_iter in (None, -1)
-                             else int(self.max_iter), verbose=bool(self.verbose))
+                             else int(self.max_iter), verbose=bool(self.verbose),
+                             sample_weight=weight)
         self._log(f"partial_fit: chunk of {X.shape[0]}, {stream.state.n_sp} support patterns, "
                   f"{stream.state.n_steps} steps so far, status={status}")
         self._set_fitted_stream(status)

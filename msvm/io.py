@@ -9,7 +9,8 @@ pickle.  It holds
     version that wrote it, every estimator parameter (so the machine, the
     kernel and its parameters), the fitted scalars (``gamma_`` actually
     used, ``n_features_in_``, ``shape_fit_``, ``n_iter_``, the feature
-    names), the certificate ``solution_`` (non-finite floats written as
+    names, the class weights ``class_weight_``), the certificate
+    ``solution_`` (non-finite floats written as
     ``{"$float": "nan"}``, ``"inf"`` or ``"-inf"``, since JSON has none),
     the layout of the classes and of the support vectors, and a free
     ``metadata`` dict of the caller's (the command line records how it read
@@ -40,9 +41,12 @@ parameters (as ``fit`` validates them), the consistency of the header with
 the arrays and of the arrays with each other, the format version -- and
 answers any problem with a :class:`ModelFileError` (a ValueError) naming it.
 Format versions: a file of a newer format than this msvm reads is refused
-with both versions named; a new parameter of the estimator (say
-``class_weight``) is a new entry of the header's ``params``, and files that
-lack it get its default when the format version is raised.
+with both versions named; a new parameter of the estimator is a new entry of
+the header's ``params``, and files of the older versions, which lack it, get
+its default.  Version 2 added ``class_weight`` (a dict is stored as a list of
+``[label, weight]`` pairs, since JSON keys are text only) and the fitted
+``class_weight_``; a version-1 file loads with ``class_weight=None`` and
+weights 1.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "ModelFileNotFoundError
 #: Name of the format in every header.
 FORMAT = "msvm-model"
 #: Version of the format this msvm writes and the newest it reads.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # The arrays of a file (with the CSR or the dense support vectors, never both).
 _COMMON = ("header", "classes", "support", "n_support", "dual_coef", "intercept")
@@ -75,7 +79,11 @@ _LAYOUTS = {"dense": ("support_vectors",), "csr": ("sv_data", "sv_indices", "sv_
 _HEADER_KEYS = {"format": str, "format_version": int, "msvm_version": str, "params": dict,
                 "n_classes": int, "classes_dtype": str, "sv_layout": str, "n_support": int,
                 "n_features_in": int, "shape_fit": list, "gamma": float, "n_iter": int,
-                "feature_names_in": (list, type(None)), "solution": dict, "metadata": dict}
+                "feature_names_in": (list, type(None)), "solution": dict, "metadata": dict,
+                "class_weight": (list, type(None))}
+#: Parameters and header keys added by each format version: a file of an older
+#: version lacks them and gets these values (parameters: the defaults).
+_ADDED = {2: {"params": {"class_weight": None}, "header": {"class_weight": None}}}
 _KIND_NAMES = {"f": "float64", "i": "integer", "biufU": "numbers or text"}
 # Largest header (bytes): a header holds names and scalars, never data.
 _MAX_HEADER = 1 << 24
@@ -180,6 +188,10 @@ def save(model, path, *, metadata: dict | None = None) -> None:
     seed = params["random_state"]
     # A seed is data; a RandomState instance is not (stored as None).
     params["random_state"] = int(seed) if isinstance(seed, Integral) else None
+    if isinstance(params["class_weight"], dict):
+        # JSON keys are text: a dict of labels is kept as [label, weight] pairs.
+        params["class_weight"] = [[label, weight]
+                                  for label, weight in params["class_weight"].items()]
     classes, classes_dtype = _classes_array(np.asarray(model.classes_))
     sv = model.support_vectors_
     layout = "none" if model._precomputed else "csr" if sp.issparse(sv) else "dense"
@@ -213,6 +225,8 @@ def save(model, path, *, metadata: dict | None = None) -> None:
         "feature_names_in": None if names is None else [str(v) for v in names],
         "solution": model.solution_,
         "metadata": {} if metadata is None else metadata,
+        "class_weight": [float(v) for v in getattr(model, "class_weight_",
+                                                   np.ones(len(classes)))],
     }, "model")
     text = json.dumps(header, allow_nan=False, sort_keys=True).encode("utf-8")
     arrays["header"] = np.frombuffer(text, dtype=np.uint8)
@@ -293,6 +307,17 @@ class _Reader:
             self.fail(f"header: {exc}.")
         except RecursionError:
             self.fail("the header is nested too deeply.")
+        for added_in, added in _ADDED.items():
+            if version < added_in:   # an older file: what it lacks gets its default
+                for key, default in added["header"].items():
+                    if key in header:
+                        self.fail(f"header entry {key!r} is not in format version {version}.")
+                    header[key] = default
+                if isinstance(header.get("params"), dict):
+                    for key, default in added["params"].items():
+                        if key in header["params"]:
+                            self.fail(f"parameter {key!r} is not in format version {version}.")
+                        header["params"][key] = default
         missing = sorted(set(_HEADER_KEYS) - set(header))
         extra = sorted(set(header) - set(_HEADER_KEYS))
         if missing or extra:
@@ -338,10 +363,11 @@ class _Reader:
             self.fail(f"unexpected arrays {extra} (layout {layout!r}): the file was altered.")
 
         # Parameters: known names only, validated as fit validates them.
-        params, known = h["params"], MultiClassSVC().get_params()
+        params, known = dict(h["params"]), MultiClassSVC().get_params()
         unknown, absent = sorted(set(params) - set(known)), sorted(set(known) - set(params))
         if unknown or absent:
             self.fail(f"the parameters have unknown names {unknown} / missing names {absent}.")
+        params["class_weight"] = self.class_weight_param(params["class_weight"])
         model = MultiClassSVC(**params)
         try:
             model._check_params()
@@ -405,6 +431,11 @@ class _Reader:
         else:
             sv = np.empty((0, d))
 
+        class_weight = np.ones(Q) if h["class_weight"] is None else h["class_weight"]
+        if (len(class_weight) != Q or not all(isinstance(v, (int, float))
+                                              and not isinstance(v, bool) for v in class_weight)
+                or not all(math.isfinite(v) and v >= 0 for v in class_weight)):
+            self.fail(f"class_weight {h['class_weight']!r} is not {Q} finite weights >= 0.")
         solution = h["solution"]
         if not isinstance(solution.get("status"), str) or not isinstance(solution.get("solver"),
                                                                          str):
@@ -423,11 +454,26 @@ class _Reader:
         model.n_iter_ = int(h["n_iter"])
         model.shape_fit_ = tuple(shape_fit)
         model.solution_ = solution
+        model.class_weight_ = np.asarray(class_weight, dtype=np.float64)
         model._set_coef()
         model._stream = model._fit_seed = model._warm_alpha = None
         model._no_continue = ("it was loaded from a model file, which holds the predictor but "
                               "not the solver's dual variables")
         return model, h
+
+
+    def class_weight_param(self, value):
+        """The ``class_weight`` parameter from its header form ([label, weight] pairs)."""
+        if not isinstance(value, list):
+            return value   # None or a string, checked with the other parameters
+        pairs = {}
+        for pair in value:
+            if (not isinstance(pair, list) or len(pair) != 2
+                    or not isinstance(pair[0], (bool, int, float, str))
+                    or isinstance(pair[1], bool) or not isinstance(pair[1], (int, float))):
+                self.fail(f"class_weight {value!r} is not a list of [label, weight] pairs.")
+            pairs[pair[0]] = pair[1]
+        return pairs
 
 
 def load(path, *, return_metadata: bool = False):

@@ -162,18 +162,30 @@ def check_kernel_range(kernel: Kernel) -> None:
             )
 
 
-def resolve_gamma(gamma, X, *, used: bool = True) -> float:
+def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
     """Turn ``'scale'``, ``'auto'`` or a number into the RBF/poly/sigmoid γ.
 
     ``'scale'`` is 1 / (n_features · Var(X)) and ``'auto'`` is 1 / n_features,
-    exactly as in :class:`sklearn.svm.SVC`.  A variance that overflows is an
-    error when the kernel uses γ (``used``), else γ is reported as 1.
+    exactly as in :class:`sklearn.svm.SVC`.  With ``sample_weight`` (n_samples,
+    non-negative) Var(X) is the weighted variance of X's entries, each row
+    counted w_i times, so that an integer weight is the same as repeating the
+    row (:class:`sklearn.svm.SVC` uses the unweighted variance).  A variance
+    that overflows is an error when the kernel uses γ (``used``), else γ is
+    reported as 1.
     """
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
             with np.errstate(over="ignore", invalid="ignore"):
-                if sp.issparse(X):
+                if sample_weight is not None:
+                    w = np.asarray(sample_weight, dtype=np.float64)
+                    total = w.sum() * n_features
+                    mean = float(np.sum(w @ X)) / total
+                    if sp.issparse(X):
+                        var = float(np.sum(w @ X.multiply(X))) / total - mean**2
+                    else:   # two passes, as ndarray.var
+                        var = float(np.sum(w @ (X - mean) ** 2)) / total
+                elif sp.issparse(X):
                     var = X.multiply(X).mean() - X.mean() ** 2
                 else:
                     var = X.var()

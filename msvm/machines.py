@@ -98,7 +98,9 @@ M-SVM²             2-norm SVM ½‖w‖² + C Σ ξ², i.e. a hard-margin SVC o
 [1 − y f]_+ for LLW/ADM/ATM/MMR and 2[1 − y f]_+ for ATS.  OvA trains
 h_2 = f and h_1 = −f as two mirror-image SVCs with C.
 ``tests/test_two_class.py`` and ``tests/test_family.py`` check each line
-against ``sklearn.svm.SVC``.)
+against ``sklearn.svm.SVC``; with example weights wᵢ, capacity C·wᵢ (the
+M-SVM²: shift 1/(2C wᵢ), see :mod:`msvm.problem`), each line holds with the
+same weights on SVC's side, ``tests/test_weights.py``.)
 """
 
 from __future__ import annotations
@@ -153,7 +155,12 @@ class Machine:
         return self.loss == "hinge" and self.n_slacks < int(self.active.sum(axis=1).max())
 
     def kernel_shift(self, C: float) -> float:
-        """Diagonal added to the kernel in the dual: 1/(2C) for the M-SVM², else 0."""
+        """Diagonal added to the kernel in the dual: 1/(2C) for the M-SVM², else 0.
+
+        For an example of weight w the shift is ``kernel_shift(C * w)``, 1/(2Cw)
+        (:mod:`msvm.problem` derives it); a hinge machine's weight scales its
+        capacity to C·w instead.
+        """
         return 1.0 / (2.0 * C) if self.loss == "squared" else 0.0
 
 

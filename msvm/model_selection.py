@@ -165,11 +165,12 @@ def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     return estimator
 
 
-def _retrain(estimator, spec, y, alpha, X, K, points):
+def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
     """LOO scores h(x_p) of the machine retrained without p, and whether each converged.
 
     ``spec`` holds the small parts of the full problem (see :func:`loo_error`); the
-    arrays come apart, the Gram matrix ``K`` or, when it is None, the points ``X``.
+    arrays come apart, the Gram matrix ``K`` or, when it is None, the points ``X``,
+    and the examples' weights (None: unweighted).
     """
     solver, classes, gamma, machine, C, fit_intercept, kernel_name, kernel_params = spec
     full = None if K is not None else Kernel(X, kernel_name, **kernel_params)
@@ -184,7 +185,8 @@ def _retrain(estimator, spec, y, alpha, X, K, points):
         else:
             data = X[keep]
             sub, row = Kernel(data, kernel_name, **kernel_params), full.gram(np.array([p]), keep)[0]
-        problem = DualProblem(machine, y[keep], sub, C, fit_intercept)
+        problem = DualProblem(machine, y[keep], sub, C, fit_intercept,
+                              sample_weight=None if weight is None else weight[keep])
         reduced = FitSetup(data, classes, problem, solver, gamma)
         solution = _solve(estimator, reduced, warm_start=alpha[keep])
         out[k] = row @ problem.beta(solution.alpha) + solution.b
@@ -192,14 +194,24 @@ def _retrain(estimator, spec, y, alpha, X, K, points):
     return out, converged
 
 
-def loo_error(estimator, X, y, n_jobs=None, verbose=0) -> LeaveOneOut:
+def _positive_weights(setup: FitSetup, what: str) -> None:
+    """ValueError when examples of weight zero were left out of ``setup``'s problem."""
+    if setup.index is not None:
+        raise ValueError(
+            f"{what} needs every example's weight positive (sample_weight times class_weight): "
+            f"{setup.fit_shape[0] - len(setup.index)} examples have weight 0, and an example "
+            "left out of training has no leave-one-out prediction of its own. Drop them from "
+            "X and y first.")
+
+
+def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> LeaveOneOut:
     """Exact leave-one-out error of a :class:`~msvm.MultiClassSVC` configuration.
 
     Parameters
     ----------
     estimator : MultiClassSVC
         The configuration to evaluate (cloned; any machine, kernel, solver,
-        with or without a bias).
+        with or without a bias; its ``class_weight`` applies).
     X : {array-like, sparse matrix} of shape (m, n_features)
     y : array-like of shape (m,)
     n_jobs : int, optional
@@ -213,6 +225,13 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0) -> LeaveOneOut:
     verbose : int, default=0
         Show a progress bar over the retrained points on stderr
         (:class:`msvm._progress.ProgressBar`).
+    sample_weight : array-like of shape (m,), default=None
+        Positive weights of the examples' losses, as in
+        :meth:`MultiClassSVC.fit`: every machine (the full one and each
+        retrained one) is the weighted machine.  The LOO errors are counted,
+        not weighted.  A weight of zero (from ``sample_weight`` or
+        ``class_weight``) is a ValueError: such an example is not a training
+        example.
 
     Returns
     -------
@@ -233,7 +252,8 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0) -> LeaveOneOut:
     _check_n_jobs(n_jobs)
     start = time.perf_counter()
     est = clone(estimator)
-    setup = est.prepare_fit(X, y)
+    setup = est.prepare_fit(X, y, sample_weight)
+    _positive_weights(setup, "loo_error")
     problem, solver_name = setup.problem, setup.solver
     m = problem.n_samples
     solution = _solve(est, setup)
@@ -278,11 +298,12 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0) -> LeaveOneOut:
                 problem.fit_intercept, kernel.name,
                 dict(gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0))
         X_points = kernel.X if K is None else None
+        weight = problem.sample_weight if problem.weighted else None
         bar = ProgressBar("loo_error", len(support), "left-out points", enabled=bool(verbose))
         parts = []
         # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
         for part in Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
-                delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk)
+                delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk, weight)
                 for chunk in chunks):
             parts.append(part)
             bar.update(len(part[0]))
@@ -308,7 +329,7 @@ def _rank_key(record: dict, criterion: str) -> tuple:
     return (not record["converged"], record["bound"])
 
 
-def _search_path(estimator, X, y, path, criterion, ball_tol):
+def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None):
     """One task of :class:`RadiusMarginSearch`: the grid points of one path along C.
 
     ``path`` lists the parameters of each point, by increasing C; each fit
@@ -321,7 +342,8 @@ def _search_path(estimator, X, y, path, criterion, ball_tol):
     for params in path:
         est = clone(estimator).set_params(**params)
         tic = time.perf_counter()
-        setup = est.prepare_fit(X, y)
+        setup = est.prepare_fit(X, y, sample_weight)
+        _positive_weights(setup, "RadiusMarginSearch")
         problem = setup.problem
         warm = previous if previous is not None and previous.shape == problem.zeros(
         ).shape else None
@@ -457,13 +479,19 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         _check_n_jobs(self.n_jobs)
         return estimator, grid
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train every grid point, compute its bound, keep the smallest.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (m, n_features)
         y : array-like of shape (m,)
+        sample_weight : array-like of shape (m,), default=None
+            Positive weights of the examples' losses (times the estimator's
+            ``class_weight``): each grid point is the weighted M-SVM², whose
+            example i has the kernel shift 1/(2C wᵢ).  The bounds hold for
+            it unchanged (:mod:`msvm.bounds`, "Weights"); they bound the
+            count of LOO errors.  A zero weight is a ValueError.
 
         Returns
         -------
@@ -484,7 +512,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         done = []
         for path, result in zip(paths, Parallel(n_jobs=self.n_jobs, return_as="generator")(
                 delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
-                                      self.ball_tol)
+                                      self.ball_tol, sample_weight)
                 for path in paths), strict=True):
             done.append(result)
             last = result[0][-1]
@@ -505,10 +533,10 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if best is None:
             raise RuntimeError("No grid point converged; the bounds assume optimal solutions. "
                                "Raise max_iter or use another solver.")
-        self._store(X, y, estimator, grid, records, best)
+        self._store(X, y, estimator, grid, records, best, sample_weight)
         return self
 
-    def _store(self, X, y, estimator, grid, records, best):
+    def _store(self, X, y, estimator, grid, records, best, sample_weight=None):
         results = {"params": grid}
         for name in sorted({k for params in grid for k in params}):
             column = np.ma.masked_all(len(grid), dtype=object)
@@ -526,7 +554,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         # The search's own solution of the best point becomes the model (no refit).
         index, solution = best
         est = clone(estimator).set_params(**grid[index])
-        est.set_solution(est.prepare_fit(X, y), solution)
+        est.set_solution(est.prepare_fit(X, y, sample_weight), solution)
         self.best_index_ = int(index)
         self.best_params_ = dict(grid[index])
         self.best_score_ = float(records[index]["bound" if self.criterion == "bound"

@@ -1,7 +1,8 @@
 """The one dual problem every solver consumes, and the one solution they return.
 
 A :class:`DualProblem` binds a :class:`~msvm.machines.Machine` (the row of the
-unified table), the integer-coded labels, the kernel, C and the bias flag.  The
+unified table), the integer-coded labels, the kernel, C, the per-example
+weights and the bias flag.  The
 variables are stored as an (m, P) array ``alpha``: example i, constraint slot
 p; slots inactive for the example's class are kept at zero.  Everything a
 solver needs (coefficients, targets, slack groups, bounds, the equality
@@ -11,6 +12,21 @@ which machine it is solving.
 Conventions (see :mod:`msvm.machines`): the dual is a *minimisation* of J(α);
 the value users see, ``dual_objective``, is the maximisation form D = −J, so
 that weak duality reads P ≥ D and the gap P − D ≥ 0.
+
+Example weights.  A weight wᵢ > 0 multiplies example i's loss in the primal,
+½ Σ_c ‖w_c‖² + C Σᵢ wᵢ Lᵢ(ξᵢ), as ``SVC(class_weight=..., sample_weight=...)``
+does for the binary SVM (its Cᵢ = C · class_weight[yᵢ] · sample_weightᵢ).
+For the hinge machines only the capacities change: every slack group of
+example i gets the capacity Cᵢ = C wᵢ (``capacity``), since Lagrange's
+multipliers of a constraint with slack cost Cᵢ ξ are bounded by Cᵢ.  For the
+M-SVM², whose loss is quadratic, the weight moves into the kernel: example i
+contributes C wᵢ ξᵢᵀ M' ξᵢ with M' = I + 11ᵀ, whose convex conjugate is
+αᵢᵀ M'⁻¹ αᵢ / (4 C wᵢ) with M'⁻¹ = I − 11ᵀ/Q; in J(α), where the shift
+multiplies ½ Σ_{k,l} (δ_kl − 1/Q) α_ik α_il, that is the diagonal shift
+sᵢ = 1/(2 C wᵢ) (``kernel_shift``): the hard-margin LLW dual on
+k'(x_i, x_j) = k(x_i, x_j) + δ_ij / (2 C wᵢ).  With wᵢ = 1 both reduce to
+the unweighted machine, and an integer weight wᵢ = n gives the same
+problem as n copies of example i (their α sum to the weighted one's).
 """
 
 from __future__ import annotations
@@ -40,9 +56,28 @@ class DualProblem:
         Soft-margin parameter (> 0) in the machine's original formulation.
     fit_intercept : bool
         Whether the machine has a bias b (adds the equality constraints).
+    sample_weight : array-like of shape (m,), optional
+        Positive, finite weight of every example's loss (module docstring);
+        None means 1 for every example.  Examples of weight 0 have no place
+        here (their α would be fixed at 0): the estimator leaves them out,
+        as libsvm does.
+
+    Attributes
+    ----------
+    sample_weight : ndarray of shape (m,)
+        The weights (ones when none were given).
+    weighted : bool
+        Whether some weight differs from 1.
+    capacity : ndarray of shape (m,)
+        C · wᵢ, the capacity of each slack group of example i (+inf for
+        the quadratic loss, which has no upper bound).
+    kernel_shift : ndarray of shape (m,)
+        The diagonal sᵢ added to the kernel in the dual, K' = K + diag(s):
+        1/(2 C wᵢ) for the M-SVM², else 0.
     """
 
-    def __init__(self, machine: Machine, y, kernel: Kernel, C: float, fit_intercept: bool):
+    def __init__(self, machine: Machine, y, kernel: Kernel, C: float, fit_intercept: bool,
+                 sample_weight=None):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}.")
         self.machine = machine
@@ -50,14 +85,32 @@ class DualProblem:
         self.kernel = kernel
         self.C = float(C)
         self.fit_intercept = bool(fit_intercept)
-        if self.y.shape[0] != kernel.n_samples:
+        m = self.y.shape[0]
+        if m != kernel.n_samples:
             raise ValueError("y and the kernel's training points differ in length.")
+        if sample_weight is None:
+            weight = np.ones(m)
+        else:
+            weight = np.array(sample_weight, dtype=np.float64).reshape(-1)
+            if weight.shape != (m,):
+                raise ValueError(f"sample_weight has {weight.shape[0]} entries for {m} "
+                                 "examples.")
+            if not np.all(np.isfinite(weight)) or np.any(weight <= 0):
+                raise ValueError("sample_weight must be positive and finite (leave examples "
+                                 "of weight 0 out of the problem).")
+        self.sample_weight = weight
+        self.weighted = bool(np.any(weight != 1.0))
         nu = machine.nu_centered
         self.nu = nu  # (Q, P, Q): ν̄ per class
         self.active = machine.active[self.y]  # (m, P)
         self.targets = machine.gamma[self.y]  # (m, P)
         self.slack = machine.slack[self.y]  # (m, P)
-        self.kernel_shift = machine.kernel_shift(self.C)
+        if machine.loss == "hinge":
+            self.capacity = self.C * weight
+            self.kernel_shift = np.zeros(m)
+        else:
+            self.capacity = np.full(m, np.inf)
+            self.kernel_shift = 1.0 / (2.0 * self.C * weight)
         self._basis = self._equality_basis()
 
     # ----------------------------------------------------------------- sizes
@@ -74,9 +127,14 @@ class DualProblem:
         return self.machine.n_slots
 
     @property
-    def upper_bound(self) -> float:
-        """Capacity of each slack group (C), or +inf for the quadratic loss."""
-        return self.C if self.machine.loss == "hinge" else np.inf
+    def has_shift(self) -> bool:
+        """Whether the dual's kernel has a diagonal shift (the M-SVM²)."""
+        return self.machine.loss == "squared"
+
+    @property
+    def scale(self) -> float:
+        """The largest capacity (C max wᵢ) for the hinge loss, else 1: the unit of α."""
+        return float(self.capacity.max(initial=0.0)) if self.machine.loss == "hinge" else 1.0
 
     def zeros(self) -> np.ndarray:
         """A feasible starting point α = 0."""
@@ -94,8 +152,8 @@ class DualProblem:
         reused (see :meth:`msvm.kernels.Kernel.matmul`).
         """
         F = self.kernel.matmul(beta, cache=cache)
-        if self.kernel_shift:
-            F += self.kernel_shift * beta
+        if self.has_shift:
+            F += self.kernel_shift[:, None] * beta
         return F
 
     def gradient(self, alpha: np.ndarray, F: np.ndarray | None = None) -> np.ndarray:
@@ -150,7 +208,8 @@ class DualProblem:
             return False
         if np.any(alpha < -tol) or np.any(alpha[~self.active] != 0):
             return False
-        if self.machine.loss == "hinge" and np.any(self.slack_sums(alpha) > self.C + tol):
+        if self.machine.loss == "hinge" and np.any(
+                self.slack_sums(alpha) > (self.capacity * (1.0 + atol))[:, None] + tol):
             return False
         return not (self.fit_intercept and np.any(np.abs(self.equality_residual(alpha)) > tol))
 

@@ -130,10 +130,10 @@ def test_cached_violations_are_upper_bounds(model):
     alpha = problem.zeros()
     tables = machine_tables(problem.machine)
     assert tables.fast is not None
-    state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
+    state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.capacity,
                       shift=problem.kernel_shift, tol=TOL, centred=problem.machine.sum_to_zero,
                       shrinking=False, fast=tables.fast, **tables.shared())
-    C_cap = problem.upper_bound
+    C_cap = problem.capacity
     for _ in range(150):
         if state.run(1, 1e9) == 0:
             break
@@ -147,12 +147,12 @@ def test_cached_violations_are_upper_bounds(model):
             if problem.machine.loss == "squared":
                 v = max(v, float((-ge[act]).max()))
             elif problem.machine.max_loss:
-                if a.sum() < C_cap * (1 - 1e-12):
+                if a.sum() < C_cap[e] * (1 - 1e-12):
                     v = max(v, float((-ge[act]).max()))
                 if pos.any():
                     v = max(v, float(ge[pos].max()), float(ge[pos].max() - ge[act].min()))
             else:
-                v = max(v, float((-ge[act & (a < C_cap)]).max(initial=0.0)))
+                v = max(v, float((-ge[act & (a < C_cap[e])]).max(initial=0.0)))
             if pos.any():
                 v = max(v, float(ge[pos].max()))
             assert v <= cached["viol"][e] + 1e-10, (e, v, cached["viol"][e])
@@ -172,7 +172,7 @@ def test_shrunk_examples_scores_wait(model):
     problem = make_problem(model, X, y, C=C)
     alpha = problem.zeros()
     tables = machine_tables(problem.machine)
-    state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
+    state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.capacity,
                       shift=problem.kernel_shift, tol=TOL, centred=problem.machine.sum_to_zero,
                       shrinking=True, fast=tables.fast, **tables.shared())
     state.shrink_interval = 5
@@ -205,7 +205,7 @@ def test_focus_parks_and_catches_up(model):
     for focus_size in (0, len(y) // 8):
         alpha = problem.zeros()
         tables = machine_tables(problem.machine)
-        state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.upper_bound,
+        state = S2DOState(problem.kernel.cache(10), problem.y, alpha, C=problem.capacity,
                           shift=problem.kernel_shift, tol=TOL,
                           centred=problem.machine.sum_to_zero, shrinking=True,
                           fast=tables.fast, **tables.shared())

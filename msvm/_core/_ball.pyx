@@ -32,8 +32,9 @@ LRU cache of :mod:`msvm._core._kernel_cache`.  At the end u, q and s are
 recomputed from the core rows, so the returned certificate does not carry
 the round-off of the updates.
 
-The M-SVM²'s kernel κ' = k + shift·δ_ij (shift = 1/(2C)) is handled without
-forming it: row i of K' is row i of K plus ``shift`` on entry i.
+The M-SVM²'s kernel κ' = k + shift_i·δ_ij (shift_i = 1/(2C w_i), w_i the
+example's weight) is handled without forming it: row i of K' is row i of K
+plus ``shift[i]`` on entry i.
 """
 
 from libc.math cimport INFINITY
@@ -43,7 +44,7 @@ from msvm._core._kernel_cache cimport KernelCache
 __all__ = ["ball_frank_wolfe"]
 
 
-cdef void _refresh(KernelCache kc, double shift, double* beta, double* u, double* kdiag,
+cdef void _refresh(KernelCache kc, const double* shift, double* beta, double* u, double* kdiag,
                    Py_ssize_t m, double* q, double* s) noexcept nogil:
     """u = K'β, q = βᵀK'β and s = Σ β_i κ'_ii from scratch (core rows only)."""
     cdef Py_ssize_t i, j
@@ -57,7 +58,7 @@ cdef void _refresh(KernelCache kc, double shift, double* beta, double* u, double
             row = kc.row_ptr(j)
             for i in range(m):
                 u[i] += b * row[i]
-            u[j] += b * shift
+            u[j] += b * shift[j]
     q[0] = 0.0
     s[0] = 0.0
     for i in range(m):
@@ -65,7 +66,7 @@ cdef void _refresh(KernelCache kc, double shift, double* beta, double* u, double
         s[0] += beta[i] * kdiag[i]
 
 
-def ball_frank_wolfe(KernelCache kc, double shift, double[::1] beta, double[::1] u,
+def ball_frank_wolfe(KernelCache kc, const double[::1] shift, double[::1] beta, double[::1] u,
                      double tol, long long max_iter):
     """Run Frank–Wolfe with away steps on the ball's dual, in place.
 
@@ -73,8 +74,8 @@ def ball_frank_wolfe(KernelCache kc, double shift, double[::1] beta, double[::1]
     ----------
     kc : KernelCache
         Gram rows of the points (without the shift).
-    shift : float
-        Diagonal added to the kernel (1/(2C) for the M-SVM², else 0).
+    shift : (m,) float64
+        Diagonal added to the kernel, per point (1/(2C w_i) for the M-SVM², else 0).
     beta : (m,) float64, in/out
         A point of the simplex to start from; the final weights on return.
     u : (m,) float64, out
@@ -100,12 +101,17 @@ def ball_frank_wolfe(KernelCache kc, double shift, double[::1] beta, double[::1]
     cdef double* bp = &beta[0]
     cdef double* up = &u[0]
     cdef double* kdiag = <double*> malloc(max(m, 1) * sizeof(double))
+    cdef const double* sh
+    if shift.shape[0] != m:
+        free(kdiag)
+        raise ValueError("shift needs one entry per point.")
     if kdiag == NULL:
         raise MemoryError()
+    sh = &shift[0] if m > 0 else NULL
     with nogil:
         for i in range(m):
-            kdiag[i] = kc.diag(i) + shift
-        _refresh(kc, shift, bp, up, kdiag, m, &q, &s)
+            kdiag[i] = kc.diag(i) + sh[i]
+        _refresh(kc, sh, bp, up, kdiag, m, &q, &s)
         while True:
             # Farthest point overall and nearest core point.
             f = s - q
@@ -137,7 +143,7 @@ def ball_frank_wolfe(KernelCache kc, double shift, double[::1] beta, double[::1]
                     bp[i] *= a
                     up[i] = a * up[i] + t * row[i]
                 bp[far] += t
-                up[far] += t * shift
+                up[far] += t * sh[far]
                 q = a * a * q + 2.0 * t * a * uk + t * t * kdiag[far]
                 s = a * s + t * kdiag[far]
                 n_fw += 1
@@ -162,7 +168,7 @@ def ball_frank_wolfe(KernelCache kc, double shift, double[::1] beta, double[::1]
                 bp[near] -= t
                 if t == b / (1.0 - b):
                     bp[near] = 0.0
-                up[near] -= t * shift
+                up[near] -= t * sh[near]
                 q = a * a * q - 2.0 * t * a * uk + t * t * kdiag[near]
                 s = a * s - t * kdiag[near]
                 n_away += 1
@@ -173,7 +179,7 @@ def ball_frank_wolfe(KernelCache kc, double shift, double[::1] beta, double[::1]
             t += bp[i]
         for i in range(m):
             bp[i] /= t
-        _refresh(kc, shift, bp, up, kdiag, m, &q, &s)
+        _refresh(kc, sh, bp, up, kdiag, m, &q, &s)
         dmax = -INFINITY
         for i in range(m):
             d = kdiag[i] - 2.0 * up[i] + q

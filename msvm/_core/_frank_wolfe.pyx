@@ -7,17 +7,18 @@ Python driver prepares once per split:
   J with respect to them, ∂J/∂α_ip = Σ_c ν̄_{y_i,p,c} (K'β̄)_ic − γ_{y_i,p};
 * ``nu`` (n_B, P, Q): ν̄_{y_i,p,·} of every slot (zero rows for inactive slots);
 * ``K`` (n_B, n_B): the Gram block K_BB (without the M-SVM² diagonal shift,
-  which is passed as ``shift``);
+  which is passed as ``shift``, one value per example: 1/(2C w_i));
 * ``group`` (n_B, P) int32 and ``active`` (n_B, P) uint8: the slack group of
   every slot and whether the slot exists; a group of size one is a box
-  0 ≤ α ≤ cap, a larger group a capped simplex Σ α ≤ cap, α ≥ 0.
+  0 ≤ α ≤ cap_i, a larger group a capped simplex Σ α ≤ cap_i, α ≥ 0, with
+  ``cap`` (n_B,) the capacity of each example (C w_i, or the M-SVM²'s box).
 
 Two kernels, both without the GIL:
 
 :func:`linear_minimizer`
     the closed-form vertex s = argmin_{s in the polytope} Gᵀs of the product
     of boxes and capped simplices (no equality constraint): in every group,
-    ``cap`` on the slot of smallest G if that G is negative, else nothing.
+    ``cap_i`` on the slot of smallest G if that G is negative, else nothing.
     It also returns each example's share G_iᵀ(α_i − s_i) ≥ 0 of the
     Frank–Wolfe gap, which the driver uses as the certificate and as the
     per-example KKT violation that picks the next working set.
@@ -42,7 +43,7 @@ __all__ = ["linear_minimizer", "line_search_step", "local_pairwise"]
 
 def linear_minimizer(const double[:, ::1] G, const double[:, ::1] alpha,
                      const int[:, ::1] group, const unsigned char[:, ::1] active,
-                     double cap, double[:, ::1] s, double[::1] gaps):
+                     const double[::1] cap, double[:, ::1] s, double[::1] gaps):
     """Closed-form linear minimiser over boxes / capped simplices (no bias).
 
     Parameters
@@ -54,8 +55,8 @@ def linear_minimizer(const double[:, ::1] G, const double[:, ::1] alpha,
     group : (n, P) int32
         Slack group of each slot, 0 ≤ group < P (ignored where inactive).
     active : (n, P) uint8
-    cap : float
-        Capacity of every group (C, or the M-SVM²'s box bound).
+    cap : (n,) float64
+        Capacity of every group of each example (C w_i, or the M-SVM²'s box bound).
     s : (n, P) float64, output
         The minimising vertex.
     gaps : (n,) float64, output
@@ -91,9 +92,9 @@ def linear_minimizer(const double[:, ::1] G, const double[:, ::1] alpha,
                     arg[r] = p
             for r in range(P):
                 if arg[r] >= 0:
-                    s[i, arg[r]] = cap
-                    share -= cap * best[r]
-                    total += cap * best[r]
+                    s[i, arg[r]] = cap[i]
+                    share -= cap[i] * best[r]
+                    total += cap[i] * best[r]
             gaps[i] = share if share > 0.0 else 0.0
     free(best)
     free(arg)
@@ -102,11 +103,11 @@ def linear_minimizer(const double[:, ::1] G, const double[:, ::1] alpha,
 
 cdef double _line_search(double* alpha, double* g, const double* d, const double* K,
                          const double* nu, Py_ssize_t n, Py_ssize_t P, Py_ssize_t Q,
-                         double shift, double theta_max, double* dbeta, double* u,
+                         const double* shift, double theta_max, double* dbeta, double* u,
                          Py_ssize_t* moving, double* stats) noexcept nogil:
     """Exact line search along d, then α += θd and g += θ ν̄·(K'Δβ); returns θ.
 
-    Arrays are row-major: alpha, g, d (n, P); K (n, n); nu (n, P, Q);
+    Arrays are row-major: alpha, g, d (n, P); K (n, n); nu (n, P, Q); shift (n,);
     dbeta, u (n, Q); moving (n,) work; stats (3,) gets gᵀd, dᵀHd and the
     decrease of J.
     """
@@ -131,7 +132,7 @@ cdef double _line_search(double* alpha, double* g, const double* d, const double
         if row_moves:
             moving[n_moving] = i
             n_moving += 1
-    # u = K Δβ (+ shift Δβ).  Row-major (n, Q) arrays are column-major (Q, n)
+    # u = K Δβ (+ shift_i Δβ_i).  Row-major (n, Q) arrays are column-major (Q, n)
     # ones, so uᵀ = Δβᵀ K is a plain dgemm; a few moving rows are cheaper as axpy's.
     if n_moving * 4 < n:
         for i in range(n * Q):
@@ -144,9 +145,10 @@ cdef double _line_search(double* alpha, double* g, const double* d, const double
                     u[p * Q + c] += kij * dbeta[i * Q + c]
     elif n > 0:
         dgemm(&nn, &nn, &iQ, &iN, &iN, &one, dbeta, &iQ, <double*> K, &iN, &zero, u, &iQ)
-    for i in range(n * Q):
-        u[i] += shift * dbeta[i]
-        curv += dbeta[i] * u[i]
+    for i in range(n):
+        for c in range(Q):
+            u[i * Q + c] += shift[i] * dbeta[i * Q + c]
+            curv += dbeta[i * Q + c] * u[i * Q + c]
     # Exact minimiser of the quadratic along d, clipped to the feasible segment.
     if slope >= 0.0:
         theta = 0.0
@@ -173,9 +175,9 @@ cdef double _line_search(double* alpha, double* g, const double* d, const double
 
 
 def line_search_step(double[:, ::1] alpha, double[:, ::1] g, const double[:, ::1] d,
-                     const double[:, ::1] K, const double[:, :, ::1] nu, double shift,
-                     double theta_max, double[:, ::1] dbeta, double[:, ::1] u,
-                     double[::1] stats):
+                     const double[:, ::1] K, const double[:, :, ::1] nu,
+                     const double[::1] shift, double theta_max, double[:, ::1] dbeta,
+                     double[:, ::1] u, double[::1] stats):
     """Exact line search along d and the update of α and g (in place).
 
     Parameters
@@ -187,8 +189,8 @@ def line_search_step(double[:, ::1] alpha, double[:, ::1] g, const double[:, ::1
         Gram block of the working set (symmetric).
     nu : (n, P, Q) float64
         ν̄ of every slot of the working set.
-    shift : float
-        Diagonal added to K (1/(2C) for the M-SVM², else 0).
+    shift : (n,) float64
+        Diagonal added to K, per example (1/(2C w_i) for the M-SVM², else 0).
     theta_max : float
         Largest feasible step along d.
     dbeta, u : (n, Q) float64
@@ -208,14 +210,14 @@ def line_search_step(double[:, ::1] alpha, double[:, ::1] g, const double[:, ::1
         raise MemoryError()
     with nogil:
         theta = _line_search(&alpha[0, 0], &g[0, 0], &d[0, 0], &K[0, 0], &nu[0, 0, 0], n, P, Q,
-                             shift, theta_max, &dbeta[0, 0], &u[0, 0], moving, &stats[0])
+                             &shift[0], theta_max, &dbeta[0, 0], &u[0, 0], moving, &stats[0])
     free(moving)
     return theta
 
 
 def local_pairwise(const double[:, ::1] V, double[::1] w, double[:, ::1] alpha,
                    double[:, ::1] g, const double[:, ::1] K, const double[:, :, ::1] nu,
-                   double shift, double threshold, Py_ssize_t max_steps,
+                   const double[::1] shift, double threshold, Py_ssize_t max_steps,
                    double[:, ::1] dbeta, double[:, ::1] u, double[::1] stats):
     """Pairwise steps between the atoms of α = Σ_a w_a V_a, without a linear problem.
 
@@ -273,7 +275,7 @@ def local_pairwise(const double[:, ::1] V, double[::1] w, double[:, ::1] alpha,
             for k in range(N):
                 d[k] = V[lo, k] - V[hi, k]
             theta = _line_search(&alpha[0, 0], &g[0, 0], d, &K[0, 0], &nu[0, 0, 0], n, P, Q,
-                                 shift, w[hi], &dbeta[0, 0], &u[0, 0], moving, &stats[0])
+                                 &shift[0], w[hi], &dbeta[0, 0], &u[0, 0], moving, &stats[0])
             steps += 1
             if theta <= 0.0:
                 break

@@ -186,7 +186,10 @@ cdef class LinearState:
         diagonal blocks).
     kind : (Q,) int32, 1 for the exact subproblem solver, 0 for the iterative one
     kappa, rho : (Q,) float64, M_y = κ_y (I + ρ_y 11ᵀ) on the active slots (kind 1)
-    C, shift, tol : float
+    C, shift : (m,) float64, each example's capacity C w_i (+inf: none) and kernel
+        shift (1/(2C w_i) for the M-SVM², else 0); a visit loads its example's
+        values into the scalars ``C`` and ``shift`` (``_example``)
+    tol : float
     centred, shrinking : bool
     seed : int
     """
@@ -214,7 +217,9 @@ cdef class LinearState:
     cdef const int[::1] kind
     cdef const double[::1] kappa
     cdef const double[::1] rho
-    cdef double C, shift, tol, eps_zero, eps_cap
+    cdef double C, shift, tol, eps_zero, eps_cap   # C, shift, eps_*: the visited example's
+    cdef const double[::1] Cs
+    cdef const double[::1] shifts
     cdef bint centred, shrinking, max_loss
     cdef unsigned long long rng
     # Per-class lists of active slots.
@@ -289,7 +294,8 @@ cdef class LinearState:
 
     def __init__(self, X, indices, indptr, Py_ssize_t n_features, y, alpha, Wt, B, sqnorm,
                  M, gamma, active, slack, group_size, nz_count, nz_col, nz_val, nu_mean,
-                 kind, kappa, rho, double C, double shift, double tol, bint centred,
+                 kind, kappa, rho, const double[::1] C, const double[::1] shift, double tol,
+                 bint centred,
                  bint shrinking, unsigned long long seed):
         cdef Py_ssize_t q, s, k
         self.sparse = len(indptr) > 0
@@ -322,14 +328,16 @@ cdef class LinearState:
         self.Q = gamma.shape[0]
         self.P = gamma.shape[1]
         self.R = group_size.shape[1]
-        self.C = C
-        self.shift = shift
+        if C.shape[0] != self.m or shift.shape[0] != self.m:
+            raise ValueError("C and shift need one entry per example.")
+        self.Cs = C
+        self.shifts = shift
+        if self.m > 0:
+            self._example(0)
         self.tol = tol
         self.centred = centred
         self.shrinking = shrinking
         self.max_loss = bool(np.any(np.asarray(group_size) > 1))
-        self.eps_zero = 1e-14 * (C if C < INFINITY else 1.0)
-        self.eps_cap = 1e-12 * C if C < INFINITY else 0.0
         self.rng = seed * 2685821657736338717ULL + 0x9E3779B97F4A7C15ULL
         if self.rng == 0:
             self.rng = 0x9E3779B97F4A7C15ULL
@@ -413,7 +421,7 @@ cdef class LinearState:
                 self.Wt[j, c] = 0.0
         for i in range(self.m):
             ncol = self._beta_of(i, &self.alpha[i, 0])
-            if self.shift != 0.0:
+            if self.shifts[i] != 0.0:
                 for c in range(self.Q):
                     self.B[i, c] = self.dbeta[c]
             if ncol > 0:
@@ -744,6 +752,13 @@ cdef class LinearState:
             self.delta[s] = a[s] - self.alpha[i, s]
 
     # ------------------------------------------------------------ one visit
+    cdef inline void _example(self, Py_ssize_t i) noexcept nogil:
+        """Load example i's capacity, shift and round-off thresholds (per-example weights)."""
+        self.C = self.Cs[i]
+        self.shift = self.shifts[i]
+        self.eps_zero = 1e-14 * (self.C if self.C < INFINITY else 1.0)
+        self.eps_cap = 1e-12 * self.C if self.C < INFINITY else 0.0
+
     cdef double _visit(self, Py_ssize_t i, bint* shrink) noexcept nogil:
         """Gradient, violation and (if it exceeds tol) the exact step of example i."""
         cdef Py_ssize_t yi = self.y[i], s
@@ -756,6 +771,7 @@ cdef class LinearState:
         if n == 0:
             shrink[0] = self.shrinking
             return 0.0
+        self._example(i)
         self._scores(i)
         self._gradient(i)
         viol = self._violation(yi, &self.alpha[i, 0], self.g, 0.0)

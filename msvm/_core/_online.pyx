@@ -218,7 +218,9 @@ cdef class OnlineState:
         (M (QP, QP), Mdiag (Q, P), γ (Q, P), active (Q, P) uint8, slack
         (Q, P) int32, group sizes (Q, R) int32, ν̄ (Q, P, Q)).
     C, shift, tol : float
-        Capacity (inf for the M-SVM²), diagonal shift of k', KKT tolerance.
+        Capacity (inf for the M-SVM²), diagonal shift of k', KKT tolerance, for
+        an example of weight 1; a pattern of weight w (``set_batch``) has the
+        capacity C·w and the shift shift/w (:mod:`msvm.problem`).
     strategy : int
         0 S2DO_ALL, 1 RANDOM_PATTERN_S2DO_ALL, 2 RANDOM_PATTERN_S2DO_PATTERN.
     budget_mb : float
@@ -304,6 +306,7 @@ cdef class OnlineState:
     cdef Py_ssize_t* gid
     cdef int* lab
     cdef double* kd
+    cdef double* wt     # weight of each support pattern (capacity C·wt, shift shift/wt)
     cdef double* sq
     cdef double* l1
     cdef double* viol
@@ -350,6 +353,7 @@ cdef class OnlineState:
     cdef const double[::1] bsq
     cdef const double[::1] bl1
     cdef const double[::1] bkd
+    cdef const double[::1] bwt
     cdef const Py_ssize_t[::1] by
     cdef const Py_ssize_t[::1] bgid
     cdef const Py_ssize_t[::1] order
@@ -382,6 +386,7 @@ cdef class OnlineState:
         self.gid = NULL
         self.lab = NULL
         self.kd = NULL
+        self.wt = NULL
         self.sq = NULL
         self.l1 = NULL
         self.viol = NULL
@@ -449,6 +454,7 @@ cdef class OnlineState:
         free(self.gid)
         free(self.lab)
         free(self.kd)
+        free(self.wt)
         free(self.sq)
         free(self.l1)
         free(self.viol)
@@ -654,6 +660,7 @@ cdef class OnlineState:
         self.gid = <Py_ssize_t*> _grow(self.gid, c * sizeof(Py_ssize_t))
         self.lab = <int*> _grow(self.lab, c * sizeof(int))
         self.kd = <double*> _grow(self.kd, c * sizeof(double))
+        self.wt = <double*> _grow(self.wt, c * sizeof(double))
         self.sq = <double*> _grow(self.sq, c * sizeof(double))
         self.l1 = <double*> _grow(self.l1, c * sizeof(double))
         self.viol = <double*> _grow(self.viol, c * sizeof(double))
@@ -672,6 +679,7 @@ cdef class OnlineState:
             self.nz = <Py_ssize_t*> _grow(self.nz, c * sizeof(Py_ssize_t))
         if (self.A == NULL or self.B == NULL or self.GS == NULL
                 or self.gid == NULL or self.lab == NULL or self.kd == NULL or self.sq == NULL
+                or self.wt == NULL
                 or self.l1 == NULL or self.viol == NULL or self.vsv == NULL or self.bs == NULL
                 or self.pp == NULL or self.pq == NULL or self.bssv == NULL or self.ppsv == NULL
                 or self.pqsv == NULL or self.srec == NULL
@@ -1041,7 +1049,7 @@ cdef class OnlineState:
         cdef const double* GSe = self.GS + e * self.R
         cdef int na = self.nact[y], k, s, r
         cdef int isb = -1, issv = -1, adn = -1, amn = -1, amnsv = -1
-        cdef double lim = self.C - self.eps_cap, g, a, v, sb = 0.0, ssv = 0.0
+        cdef double lim = (self.C - self.eps_cap) * self.wt[e], g, a, v, sb = 0.0, ssv = 0.0
         cdef double gdn = -INFINITY, gmn = INFINITY, gmnsv = INFINITY
         for k in range(na):
             s = al[k]
@@ -1115,7 +1123,7 @@ cdef class OnlineState:
         cdef const double* gm = &self.gam[y, 0]
         cdef int na = self.nact[y], k, s, r
         cdef int au = -1, ad = -1, aa = -1, ausv = -1, aasv = -1
-        cdef double h, lim = self.C - self.eps_cap
+        cdef double h, lim = (self.C - self.eps_cap) * self.wt[e]
         cdef double hu = INFINITY, hd = -INFINITY, ha = INFINITY, husv = INFINITY, hasv = INFINITY
         cdef bint canup
         if self.ext[e].cold:
@@ -1293,6 +1301,7 @@ cdef class OnlineState:
         self.gid[t] = g
         self.lab[t] = <int> y
         self.kd[t] = self.bkd[b]
+        self.wt[t] = self.bwt[b]
         self.sq[t] = self.bsq[b]
         self.l1[t] = self.bl1[b]
         memset(self.A + t * P, 0, P * sizeof(double))
@@ -1406,6 +1415,7 @@ cdef class OnlineState:
             self.gid[t] = self.gid[L]
             self.lab[t] = self.lab[L]
             self.kd[t] = self.kd[L]
+            self.wt[t] = self.wt[L]
             self.sq[t] = self.sq[L]
             self.l1[t] = self.l1[L]
             self.viol[t] = self.viol[L]
@@ -1469,8 +1479,8 @@ cdef class OnlineState:
         """Best-gain partner of (i, p) among the variables of pattern e (k'(x_i, x_e) = kie)."""
         cdef Py_ssize_t yi = self.lab[i], ye = self.lab[e], s, P = self.P
         cdef int r1 = self.slk[yi, p], r2
-        cdef double g2, h12, h22, gn, kee = self.kd[e] + self.shift
-        cdef double lim = self.C - self.eps_cap
+        cdef double g2, h12, h22, gn, kee = self._kblock(e, e)
+        cdef double lim = (self.C - self.eps_cap) * self.wt[e]
         cdef const double* Mrow = &self.M[yi * P + p, 0]
         cdef bint movable
         for s in range(P):
@@ -1509,7 +1519,7 @@ cdef class OnlineState:
         cdef Py_ssize_t e, ye, s, P = self.P, n = self.n_sp, yi = self.lab[i]
         cdef int r2
         cdef double g2, h12, h22, gn, shift = self.shift, lim = self.C - self.eps_cap
-        cdef const double* Mrow = &self.M[yi * P + p, 0]
+        cdef const double* Mrow = &self.M[yi * P + p, 0]   # shift, lim: × or ÷ wt[e]
         cdef const int* cand = self.bssv if sv_only else self.bs
         cdef bint check = self.fast
         for e in range(n):
@@ -1522,10 +1532,10 @@ cdef class OnlineState:
             g2 = self._g(e, s)
             if check and self.ext[e].stale:
                 r2 = self.slk[ye, s]
-                if not ((g2 < 0 and (r2 < 0 or self.GS[e * self.R + r2] < lim))
+                if not ((g2 < 0 and (r2 < 0 or self.GS[e * self.R + r2] < lim * self.wt[e]))
                         or (g2 > 0 and self.A[e * P + s] > 0)):
                     continue
-            h22 = self.Mdiag[ye, s] * (self.kd[e] + shift)
+            h22 = self.Mdiag[ye, s] * (self.kd[e] + shift / self.wt[e])
             h12 = Mrow[ye * P + s] * Ki[e]
             gn = _gain(g1, g2, h11, h12, h22)
             if gn > best[0]:
@@ -1592,8 +1602,8 @@ cdef class OnlineState:
                         k2 = -1
                         best = -1.0
                         g1 = self._g(e, p)
-                        h11 = self.Mdiag[self.lab[e], p] * (self.kd[e] + self.shift)
-                        self._second_in_pattern(e, p, g1, h11, e, self.kd[e] + self.shift,
+                        h11 = self.Mdiag[self.lab[e], p] * self._kblock(e, e)
+                        self._second_in_pattern(e, p, g1, h11, e, self._kblock(e, e),
                                                 sv_only, &best, &k2, &q2)
                         if b1 >= 0:
                             o = b1 if e == i else i
@@ -1633,14 +1643,14 @@ cdef class OnlineState:
         cdef double shift = self.shift, Kii
         cdef int r1, r2 = -1
         cdef bint tri = False, single = k < 0
-        Kii = self.kd[i] + shift
+        Kii = self.kd[i] + shift / self.wt[i]
         r1 = self.slk[yi, p]
         g1 = self._g(i, p)
         h11 = self.Mdiag[yi, p] * Kii
         a1 = self.A[i * P + p]
         l1 = -a1
         if single:
-            u1 = INFINITY if r1 < 0 else self.C - self.GS[i * R + r1]
+            u1 = INFINITY if r1 < 0 else self.C * self.wt[i] - self.GS[i * R + r1]
             if u1 < 0:
                 u1 = 0.0
             _solve_2d(g1, 0.0, h11, 0.0, 1.0, l1, u1, 0.0, 0.0, 0.0, False, &mu1, &mu2)
@@ -1652,19 +1662,19 @@ cdef class OnlineState:
             r2 = self.slk[yk, q]
             a2 = self.A[k * P + q]
             g2 = self._g(k, q)
-            h22 = self.Mdiag[yk, q] * (self.kd[k] + shift)
+            h22 = self.Mdiag[yk, q] * (self.kd[k] + shift / self.wt[k])
             h12 = self.M[yi * P + p, yk * P + q] * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
-                tcap = self.C - self.GS[i * R + r1]
+                tcap = self.C * self.wt[i] - self.GS[i * R + r1]
                 if tcap < 0:
                     tcap = 0.0
                 u1 = tcap + a2
                 u2 = tcap + a1
             else:
-                u1 = INFINITY if r1 < 0 else self.C - self.GS[i * R + r1]
-                u2 = INFINITY if r2 < 0 else self.C - self.GS[k * R + r2]
+                u1 = INFINITY if r1 < 0 else self.C * self.wt[i] - self.GS[i * R + r1]
+                u2 = INFINITY if r2 < 0 else self.C * self.wt[k] - self.GS[k * R + r2]
                 if u1 < 0:
                     u1 = 0.0
                 if u2 < 0:
@@ -1673,27 +1683,28 @@ cdef class OnlineState:
 
         # New values, snapped onto the bounds they are within rounding of (as S2DO).
         n1 = a1 + mu1
-        if n1 < self.eps_zero:
+        if n1 < self.eps_zero * self.wt[i]:
             n1 = 0.0
         if single:
             n2 = n1
             a2 = a1
         else:
             n2 = a2 + mu2
-            if n2 < self.eps_zero:
+            if n2 < self.eps_zero * self.wt[k]:
                 n2 = 0.0
         if tri:
             others = self.GS[i * R + r1] - a1 - a2
-            if n1 + n2 + others > self.C - self.eps_cap:
-                n2 = self.C - others - n1
+            if n1 + n2 + others > (self.C - self.eps_cap) * self.wt[i]:
+                n2 = self.C * self.wt[i] - others - n1
                 if n2 < 0:
                     n2 = 0.0
-                    n1 = self.C - others
+                    n1 = self.C * self.wt[i] - others
         else:
-            if r1 >= 0 and self.gsize[yi, r1] == 1 and n1 > self.C - self.eps_cap:
-                n1 = self.C
-            if not single and r2 >= 0 and self.gsize[yk, r2] == 1 and n2 > self.C - self.eps_cap:
-                n2 = self.C
+            if r1 >= 0 and self.gsize[yi, r1] == 1 and n1 > (self.C - self.eps_cap) * self.wt[i]:
+                n1 = self.C * self.wt[i]
+            if not single and r2 >= 0 and self.gsize[yk, r2] == 1 and \
+                    n2 > (self.C - self.eps_cap) * self.wt[k]:
+                n2 = self.C * self.wt[k]
         d1 = n1 - a1
         d2 = 0.0 if single else n2 - a2
         if d1 == 0 and d2 == 0:
@@ -1725,7 +1736,7 @@ cdef class OnlineState:
     cdef inline double _kblock(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
         """k'(x_a, x_b) for two patterns of the block."""
         if a == b:
-            return self.kd[a] + self.shift
+            return self.kd[a] + self.shift / self.wt[a]
         return self.brow[self.blk1]
 
     cdef void _start_deltas(self, Py_ssize_t b0, Py_ssize_t b1, const double* row0) noexcept nogil:
@@ -1798,9 +1809,9 @@ cdef class OnlineState:
             kv1 = Ki[e]
             kv2 = Kk[e]
             if e == i:
-                kv1 = kv1 + shift
+                kv1 = kv1 + shift / self.wt[e]
             if e == k:
-                kv2 = kv2 + shift
+                kv2 = kv2 + shift / self.wt[e]
             c1 = d1 * kv1
             c2 = d2 * kv2
             ye = self.lab[e] * P
@@ -1881,7 +1892,7 @@ cdef class OnlineState:
                     continue
                 h = -Fe[s] - gm[s]
                 r = sl[s]
-                canup = r < 0 or self.GS[e * R + r] < lim
+                canup = r < 0 or self.GS[e * R + r] < lim * self.wt[e]
                 a = self.A[e * P + s]
                 if canup:
                     if h < hu:
@@ -1969,8 +1980,8 @@ cdef class OnlineState:
             # §5.2.1: the pair of one slack group is the working set.
             return self._step(i, p, i, q, keep, v, sv_only)
         g1 = self._g(i, p)
-        h11 = self.Mdiag[self.lab[i], p] * (self.kd[i] + self.shift)
-        self._second_in_pattern(i, p, g1, h11, i, self.kd[i] + self.shift, sv_only, &best,
+        h11 = self.Mdiag[self.lab[i], p] * self._kblock(i, i)
+        self._second_in_pattern(i, p, g1, h11, i, self._kblock(i, i), sv_only, &best,
                                 &k, &q)
         if not same_pattern and self.n_sp > 1:
             Ki = self._row(i)
@@ -2050,8 +2061,11 @@ cdef class OnlineState:
         self.natomic_type[t] += 1
 
     # ================================================================ driver
-    def set_batch(self, X, data, indices, indptr, sqnorm, l1norm, kdiag, y, gids, order):
+    def set_batch(self, X, data, indices, indptr, sqnorm, l1norm, kdiag, y, gids, order,
+                  weight=None):
         """The patterns of the next pass: features, norms, k(x,x), labels, indices, order.
+
+        ``weight``: the patterns' weights (float64 (n,), positive; None: all 1).
 
         Dense layout: ``X`` (n, d) C-contiguous float64.  Sparse: ``data``,
         ``indices`` (int32) and ``indptr`` (intp) of a canonical CSR matrix.
@@ -2066,6 +2080,9 @@ cdef class OnlineState:
         self.bsq = sqnorm
         self.bl1 = l1norm
         self.bkd = kdiag
+        self.bwt = np.ones(y.shape[0]) if weight is None else weight
+        if self.bwt.shape[0] != y.shape[0]:
+            raise ValueError("weight needs one entry per pattern")
         self.by = y
         self.bgid = gids
         self.order = order
@@ -2263,6 +2280,7 @@ cdef class OnlineState:
             "gids": gids, "labels": labels, "alpha": alpha, "beta": beta,
             "G": self.gradients(), "F": F, "S": S, "features": self.features(),
             "kd": np.array(<double[:self.n_sp]> self.kd) if self.n_sp else np.zeros(0),
+            "wt": np.array(<double[:self.n_sp]> self.wt) if self.n_sp else np.zeros(0),
             "sq": np.array(<double[:self.n_sp]> self.sq) if self.n_sp else np.zeros(0),
             "l1": np.array(<double[:self.n_sp]> self.l1) if self.n_sp else np.zeros(0),
             "rng": int(self.rng), "rates": [float(self.rate[t]) for t in range(N_STEP_TYPES)],
@@ -2301,6 +2319,7 @@ cdef class OnlineState:
             self.gid[s] = int(state["gids"][s])
             self.lab[s] = int(state["labels"][s])
             self.kd[s] = float(state["kd"][s])
+            self.wt[s] = float(state["wt"][s]) if "wt" in state else 1.0
             self.sq[s] = float(state["sq"][s])
             self.l1[s] = float(state["l1"][s])
             self.srec[s] = -1

@@ -4,9 +4,11 @@ The problem (see :mod:`msvm.machines`) is the minimisation
 
     J(α) = ½ Σ H[(i,p),(j,q)] α_ip α_jq − Σ γ_{y_i,p} α_ip,
     H[(i,p),(j,q)] = M(y_i,p ; y_j,q) · k'(x_i, x_j),   M = Σ_c ν̄_{y_i,p,c} ν̄_{y_j,q,c},
-    α_ip ≥ 0,  Σ_{p in slack group r of i} α_ip ≤ C  (no upper bound for the M-SVM²),
+    α_ip ≥ 0,  Σ_{p in slack group r of i} α_ip ≤ C_i  (no upper bound for the M-SVM²),
 
-with k' = k + shift·δ_ij (shift = 1/(2C) for the M-SVM², else 0).  Every
+with k' = k + shift_i·δ_ij (shift_i = 1/(2C w_i) for the M-SVM², else 0) and
+C_i = C w_i the capacity of example i (w_i its weight, 1 unless weighted; see
+:mod:`msvm.problem`): both are per-example arrays.  Every
 iteration changes two variables (seed 004, Algorithm 3): the first is the
 largest KKT violator, the second maximises the second-order gain of
 Algorithm 4 computed with the candidate's own gradient and the 2×2 block of
@@ -385,13 +387,22 @@ cdef class S2DOState:
         Non-zeros of the uncentred ν_{y,p,·}.
     nu_mean : float64 (Q, P)
         mean_c ν_{y,p,c} for sum-to-zero machines, else zeros.
-    C, shift, tol : float
+    C : float64 (m,)
+        Capacity C_i of every slack group of example i (+inf: no upper bound).
+    shift : float64 (m,)
+        Kernel diagonal shift of every example (1/(2C w_i) for the M-SVM², else 0).
+    tol : float
     shrinking : bool
     """
 
     cdef KernelCache kc
     cdef Py_ssize_t m, P, Q, R
-    cdef double C, shift, tol, eps_zero, eps_cap
+    cdef const double[::1] C       # per-example capacity C_i
+    cdef const double[::1] shift   # per-example kernel shift
+    cdef double[::1] lim           # C_i − eps_cap_i: a group at or above it is full
+    cdef double[::1] eps_zero      # new values below it snap to 0
+    cdef bint has_shift
+    cdef double tol
     cdef bint centred, max_loss, shrinking
     cdef const Py_ssize_t[::1] y
     cdef double[:, ::1] alpha
@@ -570,7 +581,8 @@ cdef class S2DOState:
         free(self.fetch_viol)
 
     def __init__(self, KernelCache kc, y, alpha, M, gamma, active, slack, group_size,
-                 nz_count, nz_col, nz_val, nu_mean, double C, double shift, double tol,
+                 nz_count, nz_col, nz_val, nu_mean, const double[::1] C,
+                 const double[::1] shift, double tol,
                  bint centred, bint shrinking=True, fast=None, int n_threads=1):
         cdef Py_ssize_t i, n_chunks
         if n_threads < 1:
@@ -601,13 +613,19 @@ cdef class S2DOState:
         self.nz_col = nz_col
         self.nz_val = nz_val
         self.nu_mean = nu_mean
+        if C.shape[0] != self.m or shift.shape[0] != self.m:
+            raise ValueError("C and shift need one entry per example.")
         self.C = C
         self.shift = shift
+        self.has_shift = bool(np.any(np.asarray(shift) != 0))
         self.tol = tol
         self.centred = centred
         self.shrinking = shrinking
-        self.eps_zero = 1e-14 * (C if C < INFINITY else 1.0)
-        self.eps_cap = 1e-12 * C
+        # Round-off thresholds relative to each example's own capacity.
+        cap = np.asarray(C)
+        self.eps_zero = 1e-14 * np.where(np.isfinite(cap), cap, 1.0)
+        with np.errstate(invalid="ignore"):   # inf − inf where there is no upper bound
+            self.lim = np.where(np.isfinite(cap), cap - 1e-12 * cap, np.inf)
         self.F = np.zeros((self.m, self.Q))
         self.G = np.zeros((self.m, self.P))
         self.gsum = np.zeros((self.m, self.R))
@@ -718,7 +736,7 @@ cdef class S2DOState:
         cdef Py_ssize_t y = self.y[e], s
         cdef int r
         cdef mask_t up = 0, pos = 0, bit
-        cdef double lim = self.C - self.eps_cap
+        cdef double lim = self.lim[e]
         for s in range(self.P):
             if not self.active[y, s]:
                 continue
@@ -756,7 +774,7 @@ cdef class S2DOState:
         cdef Py_ssize_t bp = -1, bq = -1
         cdef int r
         cdef double best = 0.0, g, a
-        cdef double lim = self.C - self.eps_cap
+        cdef double lim = self.lim[e]
         cdef bint canup
         if self.max_loss:
             for r in range(self.R):
@@ -917,7 +935,7 @@ cdef class S2DOState:
             if not stale or (g2 < 0 and (self.ex[e].upmask & bit)) or \
                     (g2 > 0 and (self.ex[e].posmask & bit)):
                 self.ex[e].cand_g = g2
-                self.ex[e].cand_h = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+                self.ex[e].cand_h = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift[e])
                 self.ex[e].cand_idx = <int>(ye * self.P + s)
                 return
         self.ex[e].cand_idx = -1
@@ -1045,15 +1063,15 @@ cdef class S2DOState:
         else:
             for b in range(n_chunks):
                 self._add_chunk(b, n_tgt)
-        if self.shift != 0:   # K' = K + shift·I: the block's own examples
+        if self.has_shift:   # K' = K + diag(shift): the block's own examples
             for t in range(self.nblk):
                 e = self.blk[t]
                 if self._receives(e, to):
                     for j in range(self.ncols[t]):
                         c = self.dcols[t * self.Q + j]
-                        self.F[e, c] += self.shift * self.dbeta[t * self.Q + c]
+                        self.F[e, c] += self.shift[e] * self.dbeta[t * self.Q + c]
                     if self.centred:
-                        self.S[e] += self.shift * self.dS[t]
+                        self.S[e] += self.shift[e] * self.dS[t]
         self._close_block()
 
     cdef void _add_chunk(self, Py_ssize_t b, Py_ssize_t n_tgt) noexcept nogil:
@@ -1142,7 +1160,7 @@ cdef class S2DOState:
         self.si = i
         self.sp = p
         self.sg1 = self._grad(i, p)
-        self.sKii = self.kdiag[i] + self.shift
+        self.sKii = self.kdiag[i] + self.shift[i]
         self.sh11 = self.Mdiag[self.y[i], p] * self.sKii
         self.sMrow = &self.M[self.y[i] * self.P + p, 0]
 
@@ -1155,7 +1173,7 @@ cdef class S2DOState:
         cdef int r1 = self.slack[self.y[i], p], r2
         cdef double g1 = self.sg1, g2, gn, h22, a
         cdef double h11 = self.sh11
-        cdef double lim = self.C - self.eps_cap
+        cdef double lim = self.lim[e]
         cdef const double* Mrow = self.sMrow
         cdef bint movable
         for s in range(P):
@@ -1172,7 +1190,7 @@ cdef class S2DOState:
                 movable = (g2 < 0 and (r2 < 0 or self.gsum[e, r2] < lim)) or (g2 > 0 and a > 0)
             if not movable:
                 continue
-            h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift)
+            h22 = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift[e])
             gn = _gain(g1, g2, h11, Mrow[ye * P + s] * kie, h22)
             if gn > best_gain[0]:
                 best_gain[0] = gn
@@ -1188,7 +1206,7 @@ cdef class S2DOState:
         for u in range(t):
             self.bK[t * BLOCK_MAX + u] = row[self.blk[u]]
             self.bK[u * BLOCK_MAX + t] = row[self.blk[u]]
-        self.bK[t * BLOCK_MAX + t] = self.kdiag[e] + self.shift
+        self.bK[t * BLOCK_MAX + t] = self.kdiag[e] + self.shift[e]
         self.nblk += 1
 
     cdef void _close_block(self) noexcept nogil:
@@ -1274,7 +1292,7 @@ cdef class S2DOState:
         """
         cdef Py_ssize_t yi = self.y[i], yk
         cdef int r1 = self.slack[yi, p], r2
-        cdef double Kii = self.kdiag[i] + self.shift
+        cdef double Kii = self.kdiag[i] + self.shift[i]
         cdef double g1 = self._grad(i, p), g2, h11 = self.Mdiag[yi, p] * Kii, h12, h22
         cdef double a1, a2, l1, u1, l2, u2, tcap = 0.0, mu1 = 0.0, mu2 = 0.0, n1, n2, others
         cdef double d1, d2
@@ -1284,7 +1302,7 @@ cdef class S2DOState:
         l1 = -a1
         if k < 0:
             # No partner can move: a one-variable Newton step.
-            u1 = INFINITY if r1 < 0 else self.C - self.gsum[i, r1]
+            u1 = INFINITY if r1 < 0 else self.C[i] - self.gsum[i, r1]
             if u1 < 0:
                 u1 = 0.0
             _solve_2d(g1, 0.0, h11, 0.0, 1.0, l1, u1, 0.0, 0.0, 0.0, False, &mu1, &mu2)
@@ -1297,19 +1315,19 @@ cdef class S2DOState:
             r2 = self.slack[yk, q]
             a2 = self.alpha[k, q]
             g2 = self._grad(k, q)
-            h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift)
+            h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift[k])
             h12 = self.M[yi * self.P + p, yk * self.P + q] * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
-                tcap = self.C - self.gsum[i, r1]
+                tcap = self.C[i] - self.gsum[i, r1]
                 if tcap < 0:
                     tcap = 0.0
                 u1 = tcap + a2
                 u2 = tcap + a1
             else:
-                u1 = INFINITY if r1 < 0 else self.C - self.gsum[i, r1]
-                u2 = INFINITY if r2 < 0 else self.C - self.gsum[k, r2]
+                u1 = INFINITY if r1 < 0 else self.C[i] - self.gsum[i, r1]
+                u2 = INFINITY if r2 < 0 else self.C[k] - self.gsum[k, r2]
                 if u1 < 0:
                     u1 = 0.0
                 if u2 < 0:
@@ -1318,7 +1336,7 @@ cdef class S2DOState:
 
         # New values, snapped onto the bounds they are within rounding of.
         n1 = a1 + mu1
-        if n1 < self.eps_zero:
+        if n1 < self.eps_zero[i]:
             n1 = 0.0
         if k == i and q == p:
             n2 = n1
@@ -1326,22 +1344,22 @@ cdef class S2DOState:
         else:
             a2 = self.alpha[k, q]
             n2 = a2 + mu2
-            if n2 < self.eps_zero:
+            if n2 < self.eps_zero[k]:
                 n2 = 0.0
         if tri:
             others = self.gsum[i, r1] - a1 - a2
-            if n1 + n2 + others > self.C - self.eps_cap:
-                n2 = self.C - others - n1
+            if n1 + n2 + others > self.lim[i]:
+                n2 = self.C[i] - others - n1
                 if n2 < 0:
                     n2 = 0.0
-                    n1 = self.C - others
+                    n1 = self.C[i] - others
         else:
-            if r1 >= 0 and self.group_size[yi, r1] == 1 and n1 > self.C - self.eps_cap:
-                n1 = self.C
+            if r1 >= 0 and self.group_size[yi, r1] == 1 and n1 > self.lim[i]:
+                n1 = self.C[i]
             if not (k == i and q == p):
                 r2 = self.slack[self.y[k], q]
-                if r2 >= 0 and self.group_size[self.y[k], r2] == 1 and n2 > self.C - self.eps_cap:
-                    n2 = self.C
+                if r2 >= 0 and self.group_size[self.y[k], r2] == 1 and n2 > self.lim[k]:
+                    n2 = self.C[k]
         d1 = n1 - a1
         d2 = 0.0 if (k == i and q == p) else n2 - a2
         self.tracked_J += g1 * d1 + g2 * d2 + 0.5 * h11 * d1 * d1 + h12 * d1 * d2 \

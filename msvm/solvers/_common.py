@@ -220,7 +220,7 @@ def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> di
 def start_point(problem: DualProblem, warm_start) -> np.ndarray:
     """A feasible α to start from: zeros, or the warm start made feasible.
 
-    Negative entries are clipped, slack groups over C scaled back to C (the
+    Negative entries are clipped, slack groups over their capacity C_i scaled back to it (the
     shape of a solution for a larger C is kept), and with a bias the result is
     projected onto the equality constraints too
     (:func:`msvm.diagnostics.project_feasible`).
@@ -235,12 +235,12 @@ def start_point(problem: DualProblem, warm_start) -> np.ndarray:
         )
     alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
     if problem.machine.loss == "hinge":
-        # Scale every over-full slack group back to C (e.g. after decreasing C).
+        # Scale every over-full slack group back to its capacity (e.g. after decreasing C).
         sums = problem.slack_sums(alpha)
+        cap = problem.capacity
         for r in range(problem.machine.n_slacks):
             member = problem.slack == r
-            factor = np.where(sums[:, r] > problem.C, problem.C / np.maximum(sums[:, r], 1e-300),
-                              1.0)
+            factor = np.where(sums[:, r] > cap, cap / np.maximum(sums[:, r], 1e-300), 1.0)
             alpha = np.where(member, alpha * factor[:, None], alpha)
     if problem.fit_intercept:
         from msvm.diagnostics import project_feasible

@@ -1,6 +1,6 @@
 """The unified dual as an explicit QP over the active variables (reference solvers).
 
-The Hessian αᵀHα = Σ_c β̄_cᵀ K' β̄_c (K' = K + shift·I) is dense in α for
+The Hessian αᵀHα = Σ_c β̄_cᵀ K' β̄_c (K' = K + diag(shift)) is dense in α for
 machines whose constraints touch every class (LLW: each α_ik moves all Q
 centred coefficients).  So the backends do not get H: they get auxiliary
 variables u = vec(β̄ V), linked to α by a sparse equality u = W α, and the
@@ -33,14 +33,15 @@ LOW_RANK_FRACTION = 0.5
 
 @dataclass
 class ExplicitQP:
-    """minimise ½ Σ_r u_rᵀ K' u_r − tᵀα  s.t.  u = W α, 0 ≤ α, S α ≤ C, E α = 0."""
+    """minimise ½ Σ_r u_rᵀ K' u_r − tᵀα  s.t.  u = W α, 0 ≤ α, S α ≤ cap, E α = 0."""
 
     W: sp.csr_matrix  # (m·R, n) vec(β̄ V) = W α, block r holds rows r·m .. (r+1)·m
     K: np.ndarray  # (m, m) Gram matrix (without the shift)
     L: np.ndarray  # (m, k) factor, K ≈ L Lᵀ
-    shift: float  # k' = k + shift·δ_ij (M-SVM²)
+    shift: np.ndarray  # (m,) k' = k + shift_i δ_ij (M-SVM²: 1/(2C w_i); else zeros)
     targets: np.ndarray  # (n,)
     S: sp.csr_matrix  # (n_groups, n) slack-group membership (empty for squared loss)
+    cap: np.ndarray  # (n_groups,) capacity C w_i of each group (its example's)
     group: np.ndarray  # (n,) row of S holding each variable (-1 for squared loss)
     E: np.ndarray  # (r, n) independent equality constraints (r = 0 without bias)
     ii: np.ndarray
@@ -63,9 +64,14 @@ class ExplicitQP:
     def low_rank(self) -> bool:
         return self.L.shape[1] < LOW_RANK_FRACTION * self.m
 
+    @property
+    def shift_u(self) -> np.ndarray:
+        """The shift of every entry of u (the examples' shifts, once per block)."""
+        return np.tile(self.shift, self.n_blocks)
+
     def hessian(self) -> np.ndarray:
         """Dense H = Σ_r W_rᵀ K' W_r (n × n)."""
-        Kp = self.K + self.shift * np.eye(self.m)
+        Kp = self.K + np.diag(self.shift)
         H = np.zeros((self.n, self.n))
         for r in range(self.n_blocks):
             Wr = self.W[r * self.m : (r + 1) * self.m]
@@ -122,15 +128,19 @@ def build(problem: DualProblem) -> ExplicitQP:
         group = ii * problem.machine.n_slacks + problem.slack[ii, pp]
         _, group = np.unique(group, return_inverse=True)
         S = sp.csr_matrix((np.ones(n), (group, np.arange(n))), shape=(group.max() + 1, n))
+        cap = np.zeros(S.shape[0])
+        cap[group] = problem.capacity[ii]
     else:
         S = sp.csr_matrix((0, n))
         group = np.full(n, -1)
+        cap = np.zeros(0)
     if problem.fit_intercept:
         E = problem.equality_matrix().reshape(-1, problem.n_samples, problem.n_slots)[:, ii, pp]
     else:
         E = np.zeros((0, n))
     return ExplicitQP(W=W, K=K, L=kernel_factor(K), shift=problem.kernel_shift,
-                      targets=problem.targets[ii, pp], S=S, group=group, E=E, ii=ii, pp=pp,
+                      targets=problem.targets[ii, pp], S=S, cap=cap, group=group, E=E, ii=ii,
+                      pp=pp,
                       n_kernel_evaluations=K.size)
 
 
@@ -138,7 +148,7 @@ def clean(problem: DualProblem, qp: ExplicitQP, x: np.ndarray) -> np.ndarray:
     """Clip an interior-point/ADMM answer onto the bounds it may overshoot by round-off."""
     x = np.maximum(x, 0.0)
     if problem.machine.loss == "hinge":
-        over = np.maximum((qp.S @ x) / problem.C, 1.0)
+        over = np.maximum((qp.S @ x) / qp.cap, 1.0)
         x = x / over[qp.group]
     return x
 
@@ -168,7 +178,7 @@ def polish(problem: DualProblem, qp: ExplicitQP, x: np.ndarray):
 
 def _polish(problem, qp, x, diagnose):
     H = qp.hessian()
-    scale = problem.C if problem.machine.loss == "hinge" else max(1.0, float(x.max(initial=0)))
+    scale = problem.scale if problem.machine.loss == "hinge" else max(1.0, float(x.max(initial=0)))
     sums = qp.S @ x if qp.S.shape[0] else np.zeros(0)
 
     def residual(v):
@@ -184,9 +194,9 @@ def _polish(problem, qp, x, diagnose):
     guesses = []
     for threshold in (1e-6, 1e-8, 1e-10, 1e-4, 1e-3, 1e-2):
         free = x > threshold * scale
-        full = sums >= problem.C * (1 - threshold) if sums.size else np.zeros(0, bool)
+        full = sums >= qp.cap * (1 - threshold) if sums.size else np.zeros(0, bool)
         guesses.append((free, full))
-        cand, lam = _active_set_pass(qp, H, free.copy(), full.copy(), problem.C, scale,
+        cand, lam = _active_set_pass(qp, H, free.copy(), full.copy(), qp.cap, scale,
                                      one_at_a_time=False, max_iter=30)
         if cand is None:
             continue
@@ -197,7 +207,7 @@ def _polish(problem, qp, x, diagnose):
             return best, best_lam, best_res
     if best_res > 1e-9:
         free, full = guesses[0]
-        cand, lam = _active_set_pass(qp, H, free.copy(), full.copy(), problem.C, scale,
+        cand, lam = _active_set_pass(qp, H, free.copy(), full.copy(), qp.cap, scale,
                                      one_at_a_time=True, max_iter=300)
         if cand is not None:
             res = residual(cand)
@@ -207,7 +217,10 @@ def _polish(problem, qp, x, diagnose):
 
 
 def _active_set_pass(qp, H, free, full, C, scale, one_at_a_time, max_iter):
-    """Primal-dual active-set iterations from (free, full): (x, λ_E), or (None, None)."""
+    """Primal-dual active-set iterations from (free, full): (x, λ_E), or (None, None).
+
+    ``C`` holds the capacity of every slack group (row of ``qp.S``).
+    """
     tol_x, tol_g = 1e-13 * scale, 1e-11
     for _ in range(max_iter):
         x, mult = _solve_on_active_set(qp, H, free, full, C)
@@ -245,13 +258,13 @@ def _solve_symmetric(kkt, rhs):
 
 
 def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
-    """Minimiser of the QP with x_¬free = 0, S_full x = C and E x = 0 (one KKT solve).
+    """Minimiser of the QP with x_¬free = 0, S_full x = C_full and E x = 0 (one KKT solve).
 
     Returns (x, μ): the multipliers solve [Hx − t]_free + A_freeᵀ μ = 0, with
     A the rows S_full then E.
     """
     A = np.vstack([qp.S[full].toarray(), qp.E])[:, free]
-    rhs = np.concatenate([np.full(int(full.sum()), C), np.zeros(qp.E.shape[0])])
+    rhs = np.concatenate([C[full], np.zeros(qp.E.shape[0])])
     nf = int(free.sum())
     kkt = np.block([[H[np.ix_(free, free)], A.T], [A, np.zeros((A.shape[0], A.shape[0]))]])
     rhs = np.concatenate([qp.targets[free], rhs])

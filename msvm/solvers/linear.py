@@ -189,14 +189,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tables = machine_tables(problem.machine, fast=False)
     M = tables.diagonal_blocks()
     kind, kappa, rho = _structure(problem, M, tables.group_size)
-    shift = float(problem.kernel_shift)
+    shift = problem.kernel_shift   # (m,) per-example shift, zeros but for the M-SVM²
+    has_shift = problem.has_shift
     Wt = np.zeros((d, Q))
-    B = np.zeros((m, Q) if shift else (1, Q))
+    B = np.zeros((m, Q) if has_shift else (1, Q))
     state = LinearState(
         data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
         M, tables.gamma, tables.active, tables.slack, tables.group_size,
         tables.nz_count, tables.nz_col, tables.nz_val, tables.nu_mean,
-        kind, kappa, rho, float(problem.upper_bound), shift, tol,
+        kind, kappa, rho, problem.capacity, shift, tol,
         tables.centred, bool(shrinking), _seed(random_state),
     )
     points = []
@@ -204,9 +205,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     def dual() -> float:
         W = coef_from_state(problem, Wt)
         J = 0.5 * float(np.sum(W * W)) - float(np.sum(problem.targets * alpha))
-        if shift:
+        if has_shift:
             beta = B - B.mean(axis=1, keepdims=True) if problem.machine.sum_to_zero else B
-            J += 0.5 * shift * float(np.sum(beta * beta))
+            J += 0.5 * float(np.sum(shift[:, None] * beta * beta))
         return -J
 
     def record():
@@ -241,8 +242,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     W = coef_from_state(problem, Wt)
     beta = problem.beta(alpha)
     scores = np.asarray(X @ W.T, dtype=np.float64)
-    if shift:
-        scores += shift * beta
+    if has_shift:
+        scores += shift[:, None] * beta
     return DualSolution(
         alpha=alpha,
         b=np.zeros(Q),

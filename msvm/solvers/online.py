@@ -169,7 +169,11 @@ def batch_arrays(X, kernel_name: str, gamma: float, degree: float, coef0: float,
 def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kernel_name: str,
               gamma: float, degree: float, coef0: float, gram, n_gid: int, tol: float,
               strategy: int, cache_size: float, seed: int, kcost: float, fast: bool = True):
-    """An empty :class:`~msvm._core._online.OnlineState` for ``machine`` at ``C``."""
+    """An empty :class:`~msvm._core._online.OnlineState` for ``machine`` at ``C``.
+
+    ``C`` and the shift are those of an example of weight 1; each pattern's
+    weight comes with its batch (``set_batch(..., weight=)``).
+    """
     from msvm._core._online import OnlineState
 
     upper = C if machine.loss == "hinge" else np.inf
@@ -320,6 +324,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     arrays = batch_arrays(None if layout == _GRAM else kernel.X, kernel.name, kernel.gamma,
                           kernel.degree, kernel.coef0, gram)
     y = np.ascontiguousarray(problem.y, dtype=np.intp)
+    weight = np.ascontiguousarray(problem.sample_weight, dtype=np.float64)
     gids = np.arange(m, dtype=np.intp)
     budget = [max_steps]
     epoch = 0
@@ -363,7 +368,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             phase = "pass"
             state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
                             arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"], y, gids,
-                            rng.permutation(m).astype(np.intp))
+                            rng.permutation(m).astype(np.intp), weight)
             code = _drive(state, "run_pass", budget, slice_, tick)
             if code == BUDGET:
                 status = "max_iter"
@@ -488,11 +493,12 @@ class OnlineStream:
                       degree: float, coef0: float, features, labels: np.ndarray,
                       alpha: np.ndarray, gids: np.ndarray, *, tol: float,
                       online_strategy: str, cache_size: float, random_state, n_seen: int,
-                      time: float = 0.0) -> OnlineStream:
+                      time: float = 0.0, weight: np.ndarray | None = None) -> OnlineStream:
         """A stream starting from a solution of any solver (its support patterns and α).
 
         The gradients of the support patterns are computed exactly, from the
         kernel block between them (n_SV² kernel evaluations, counted).
+        ``weight``: the support patterns' example weights (None: all 1).
         """
         n_features = features.shape[1]
         sparse = sp.issparse(features)
@@ -505,7 +511,9 @@ class OnlineStream:
         beta = np.einsum("ip,ipc->ic", alpha, nu[labels])  # uncentred, as the state keeps it
         arrays = batch_arrays(features, kernel, gamma, degree, coef0)
         K = Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features)
-        F = K @ beta + machine.kernel_shift(C) * beta  # uncentred scores K'β
+        weight = np.ones(len(labels)) if weight is None else np.asarray(weight, dtype=np.float64)
+        # Uncentred scores K'β, K' = K + diag(shift / w) (per-example shift, msvm.problem).
+        F = K @ beta + (machine.kernel_shift(C) / weight)[:, None] * beta
         S = F.sum(axis=1)
         nubar = machine.nu_centered * machine.active[:, :, None]
         Fbar = F - S[:, None] / machine.n_classes if machine.sum_to_zero else F
@@ -521,7 +529,7 @@ class OnlineStream:
         exported = stream.state.export()
         exported.update(
             gids=np.asarray(gids, dtype=np.intp), labels=labels, alpha=alpha, beta=beta, G=G,
-            F=F, S=S, features=feats, kd=arrays["kdiag"], sq=arrays["sqnorm"],
+            F=F, S=S, features=feats, kd=arrays["kdiag"], wt=weight, sq=arrays["sqnorm"],
             l1=arrays["l1norm"], J=float(0.5 * np.sum(np.einsum("ip,ip->", alpha, G + gam))
                                          - np.sum(gam * alpha)),
             n_kernel_evaluations=n * n,
@@ -541,10 +549,13 @@ class OnlineStream:
             strategy=self.strategy, cache_size=self.cache_size, seed=seed, kcost=self._kcost,
         )
 
-    def feed(self, X, y, *, max_iter=None, verbose=False) -> str:
+    def feed(self, X, y, *, max_iter=None, verbose=False, sample_weight=None) -> str:
         """One pass over a chunk (patterns visited in a random order); the status.
 
-        ``y`` is coded 0 .. Q−1.  Returns ``"epoch_limit"`` (the chunk was
+        ``y`` is coded 0 .. Q−1; ``sample_weight`` (non-negative, one per row;
+        None: all 1) weights the patterns' losses (:mod:`msvm.problem`); a
+        pattern of weight 0 is skipped (it still counts in the pattern
+        indices).  Returns ``"epoch_limit"`` (the chunk was
         fed) or ``"max_iter"`` (``max_iter`` steps were taken first; the rest
         of the chunk is dropped).
         """
@@ -555,12 +566,20 @@ class OnlineStream:
         if self.sparse and self.n_calls == 0:
             self._kcost = 8.0 + 0.5 * X.nnz / max(n, 1)
             self.state.kcost = self._kcost
-        arrays = batch_arrays(X, self.kernel, self.gamma, self.degree, self.coef0)
-        order = self.rng.permutation(n).astype(np.intp)
         gids = np.arange(self.n_seen, self.n_seen + n, dtype=np.intp)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            keep = np.flatnonzero(sample_weight > 0)
+            if len(keep) < n:   # weight 0: no place in the problem (as in fit)
+                X, y, gids, sample_weight = X[keep], np.asarray(y)[keep], gids[keep], \
+                    sample_weight[keep]
+        arrays = batch_arrays(X, self.kernel, self.gamma, self.degree, self.coef0)
+        order = self.rng.permutation(len(gids)).astype(np.intp)
         self.state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
                              arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"],
-                             np.ascontiguousarray(y, dtype=np.intp), gids, order)
+                             np.ascontiguousarray(y, dtype=np.intp), gids, order,
+                             None if sample_weight is None
+                             else np.ascontiguousarray(sample_weight, dtype=np.float64))
         budget = [np.iinfo(np.int64).max if max_iter is None else int(max_iter)]
         progress = SolverProgress("online", self.tol, enabled=verbose, unit="steps")
 

@@ -59,16 +59,16 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     u = cp.Variable(qp.W.shape[0])
     constraints = [x >= 0, u == qp.W @ x]
     if qp.S.shape[0]:
-        constraints.append(qp.S @ x <= problem.C)
+        constraints.append(qp.S @ x <= qp.cap)
     equality = None
     if qp.E.shape[0]:
         equality = qp.E @ x == 0
         constraints.append(equality)
-    # ½ Σ_r u_rᵀ K u_r as ½‖(I ⊗ Lᵀ) u‖², plus the M-SVM² shift ½ shift ‖u‖².
+    # ½ Σ_r u_rᵀ K u_r as ½‖(I ⊗ Lᵀ) u‖², plus the M-SVM² shift ½ Σ shift_i u_i².
     factor = sp.block_diag([sp.csr_matrix(qp.L.T)] * qp.n_blocks, format="csr")
     quadratic = 0.5 * cp.sum_squares(factor @ u)
-    if qp.shift:
-        quadratic = quadratic + 0.5 * qp.shift * cp.sum_squares(u)
+    if np.any(qp.shift):
+        quadratic = quadratic + 0.5 * cp.sum_squares(cp.multiply(np.sqrt(qp.shift_u), u))
     objective = cp.Minimize(quadratic - qp.targets @ x)
     prob = cp.Problem(objective, constraints)
     options = dict(backend_options)

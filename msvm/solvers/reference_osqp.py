@@ -76,7 +76,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if qp.S.shape[0]:
         rows.append(sp.csc_matrix(qp.S))
         lower.append(np.full(qp.S.shape[0], -np.inf))
-        upper.append(np.full(qp.S.shape[0], problem.C))
+        upper.append(qp.cap)
     n_eq = qp.E.shape[0]
     if n_eq:
         rows.append(sp.csc_matrix(qp.E))
@@ -86,7 +86,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if factor_form:
         factor = sp.block_diag([sp.csr_matrix(qp.L.T)] * qp.n_blocks, format="csc")
         n_z = factor.shape[0]
-        P = sp.block_diag([sp.csc_matrix((n, n)), qp.shift * sp.identity(n_u),
+        P = sp.block_diag([sp.csc_matrix((n, n)), sp.diags(qp.shift_u),
                            sp.identity(n_z)], format="csc")
         A = sp.vstack([
             sp.hstack([sp.vstack(rows), sp.csc_matrix((n_x_rows, n_u + n_z))]),
@@ -95,7 +95,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         ], format="csc")
         link = n_u + n_z
     else:
-        Kp = qp.K + qp.shift * np.eye(qp.m)
+        Kp = qp.K + np.diag(qp.shift)
         P = sp.block_diag([sp.csc_matrix((n, n))] + [sp.csc_matrix(Kp)] * qp.n_blocks,
                           format="csc")
         A = sp.vstack([

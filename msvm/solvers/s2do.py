@@ -189,8 +189,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tables = machine_tables(problem.machine, fast=fast)
     with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
         state = S2DOState(
-            cache, problem.y, alpha, C=float(problem.upper_bound),
-            shift=float(problem.kernel_shift), tol=tol, centred=tables.centred,
+            cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift, tol=tol,
+            centred=tables.centred,
             shrinking=bool(shrinking), fast=tables.fast, n_threads=threads, **tables.shared(),
         )
     points = []

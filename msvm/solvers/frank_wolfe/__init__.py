@@ -125,7 +125,8 @@ class _Solver:
         self.alpha = alpha
         self.Q = problem.n_classes
         self.bias = problem.fit_intercept and problem.equality_basis.shape[1] > 0
-        self.shift = float(problem.kernel_shift)
+        self.shift = np.ascontiguousarray(problem.kernel_shift)   # (m,) per example
+        self.has_shift = problem.has_shift
         active = problem.active
         self.active = np.ascontiguousarray(active, dtype=np.uint8)
         # ν̄ of each example's active slots (zero on the others).
@@ -134,10 +135,12 @@ class _Solver:
         if squared:
             # No upper bound: one box per slot, of adaptive size (module docstring).
             group = np.broadcast_to(np.arange(problem.n_slots, dtype=np.int32), active.shape)
-            self.cap = max(4.0 * problem.C, 2.0 * float(alpha.max(initial=0.0)))
+            box = max(4.0 * problem.C * float(problem.sample_weight.max()),
+                      2.0 * float(alpha.max(initial=0.0)))
+            self.cap = np.full(problem.n_samples, box)
         else:
             group = np.where(active, problem.slack, 0)
-            self.cap = problem.C
+            self.cap = problem.capacity.copy()   # (m,): C w_i of every example
         self.squared = squared
         self.group = np.ascontiguousarray(group, dtype=np.int32)
         self.U = problem.equality_basis
@@ -168,11 +171,12 @@ class _Solver:
         G_ip = g_ip − (Aᵀλ)_ip = 0 at the optimum (seed 000 (5)).
         """
         a = self.alpha
-        tol = 1e-8 * self.cap
+        tol = 1e-8 * self.cap[:, None]
         positive = (a > tol) & (self.active > 0)
         sums = np.zeros(a.shape)
         np.add.at(sums, (np.nonzero(positive)[0], self.group[positive]), a[positive])
-        free = positive & (np.take_along_axis(sums, self.group, axis=1) < self.cap - tol)
+        free = positive & (np.take_along_axis(sums, self.group, axis=1)
+                           < self.cap[:, None] - tol)
         rows = self.nuU[free]
         if rows.shape[0] < rows.shape[1] or np.linalg.matrix_rank(rows, tol=1e-8) < rows.shape[1]:
             return None
@@ -183,7 +187,7 @@ class _Solver:
         if self._full is None:
             self._full = LinearProblem(self.nuU, self.active, self.group, self.cap,
                                         np.zeros(self.nuU.shape[2]))
-        elif self._full.cap != self.cap:
+        elif not np.array_equal(self._full.cap, self.cap):
             self._full.set_cap(self.cap)
         lp = self._full
         c = self.g.ravel()[lp.act]
@@ -205,8 +209,8 @@ class _Solver:
             return False
         dbeta = np.einsum("ip,ipc->ic", delta[moved], self.nu[block.B[moved]])
         self.F += rows[moved].T @ dbeta
-        if self.shift:
-            self.F[block.B[moved]] += self.shift * dbeta
+        if self.has_shift:
+            self.F[block.B[moved]] += self.shift[block.B[moved], None] * dbeta
         self.alpha[block.B] = block.alpha
         self.g = self.problem.gradient(self.alpha, self.F)
         return True
@@ -436,7 +440,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         "relative_fw_gap": None if fw_gap is None else fw_gap / max(abs(solver.objective()),
                                                                    1e-300),
         "b_method": b_method,
-        "box_bound": solver.cap if solver.squared else None,
+        "box_bound": float(solver.cap.max()) if solver.squared else None,
         "cache_hits": int(cache.n_hits),
         "cache_misses": int(cache.n_misses),
     }

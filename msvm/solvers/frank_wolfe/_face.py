@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-#: Variables within SNAP·cap of a bound are on it: they define the face, and a
+#: Variables within SNAP·cap_i of a bound are on it: they define the face, and a
 #: step puts them on it (LP round-off, drop steps).
 SNAP = 1e-11
 #: In-face Newton steps are skipped on faces with more free variables than this
@@ -61,6 +61,8 @@ class Face:
         _, self.grp, counts = np.unique(key, return_inverse=True, return_counts=True)
         self.n_grp = len(counts)
         self.shared = counts[self.grp] > 1  # the variable's slack group has several slots
+        self.grp_example = np.zeros(self.n_grp, dtype=np.intp)  # each group's example
+        self.grp_example[self.grp] = self.example
         nu = block.nu.reshape(-1, block.nu.shape[2])[act]  # (n_act, Q)
         self.nu = nu
         self.nuU = None if block.nuU is None else block.nuU.reshape(-1, block.nuU.shape[2])[act]
@@ -69,10 +71,11 @@ class Face:
         """(α on the active slots, slack-group sums, full groups, free variables)."""
         b = self.block
         x = b.alpha.ravel()[self.act]
-        cap = b.cap
+        cap = b.cap[self.example]   # each variable's capacity (its example's)
+        cap_grp = b.cap[self.grp_example]
         snap = SNAP * cap
         sums = np.bincount(self.grp, weights=x, minlength=self.n_grp)
-        full = sums >= cap - snap * 10
+        full = sums >= cap_grp - SNAP * cap_grp * 10
         at_zero = x <= snap
         at_cap = ~self.shared & (x >= cap - snap)
         if b.squared:
@@ -90,8 +93,8 @@ class Face:
             return None, 0.0
         ex = self.example[F]
         K = b.K[np.ix_(ex, ex)]
-        if b.shift:
-            K = K + b.shift * (ex[:, None] == ex[None, :])
+        if np.any(b.shift):
+            K = K + b.shift[ex][:, None] * (ex[:, None] == ex[None, :])
         H = (self.nu[F] @ self.nu[F].T) * K
         rows = []
         if self.nuU is not None:
@@ -119,12 +122,14 @@ class Face:
             theta_max = min(theta_max, float(np.min(x[F][neg] / -dF[neg])))
         up = (dF > 0) if b.squared else (~self.shared[F] & (dF > 0))
         if np.any(up):
-            theta_max = min(theta_max, float(np.min((b.cap - x[F][up]) / dF[up])))
+            cap = b.cap[self.example[F][up]]
+            theta_max = min(theta_max, float(np.min((cap - x[F][up]) / dF[up])))
         if not b.squared:
             dsum = np.bincount(self.grp[F], weights=dF * self.shared[F], minlength=self.n_grp)
             grow = (dsum > 0) & ~full
             if np.any(grow):
-                theta_max = min(theta_max, float(np.min((b.cap - sums[grow]) / dsum[grow])))
+                cap = b.cap[self.grp_example[grow]]
+                theta_max = min(theta_max, float(np.min((cap - sums[grow]) / dsum[grow])))
         return max(theta_max, 0.0) if np.isfinite(theta_max) else 1.0
 
     def projector(self, F, full):

@@ -28,13 +28,13 @@ import scipy.sparse as sp
 class LinearProblem:
     """min cᵀs over one set of examples' polytope with the bias rows, by HiGHS.
 
-    Columns: the active slots (flattened); bounds [0, cap]; rows: Σ s ≤ cap
+    Columns: the active slots (flattened); bounds [0, cap_i]; rows: Σ s ≤ cap_i
     for every slack group shared by several slots, then the equality rows
     A s = rhs.  The model is built once; :meth:`solve` only changes the costs
     (and :meth:`set_cap` the bounds), so HiGHS restarts from the last basis.
     """
 
-    def __init__(self, nuU: np.ndarray, active: np.ndarray, group: np.ndarray, cap: float,
+    def __init__(self, nuU: np.ndarray, active: np.ndarray, group: np.ndarray, cap: np.ndarray,
                  rhs: np.ndarray):
         import highspy
 
@@ -48,6 +48,10 @@ class LinearProblem:
         shared = np.flatnonzero(counts[inverse] > 1)
         group_rows = np.unique(inverse[shared], return_inverse=True)[1]
         n_groups = int(group_rows.max()) + 1 if len(shared) else 0
+        # Each column's and each group row's example, whose capacity cap_i bounds them.
+        self.col_example = self.act // P
+        self.row_example = np.zeros(n_groups, dtype=np.intp)
+        self.row_example[group_rows] = self.col_example[shared]
         A_ub = sp.csc_matrix((np.ones(len(shared)), (group_rows, shared)), shape=(n_groups, n))
         A = sp.vstack([A_ub, sp.csc_matrix(A_eq)], format="csc")
         A.eliminate_zeros()
@@ -59,9 +63,10 @@ class LinearProblem:
         lp.num_row_ = A.shape[0]
         lp.col_cost_ = np.zeros(n)
         lp.col_lower_ = np.zeros(n)
-        lp.col_upper_ = np.full(n, cap)
+        cap = np.asarray(cap, dtype=np.float64)
+        lp.col_upper_ = cap[self.col_example]
         lp.row_lower_ = np.concatenate([np.full(n_groups, -inf), rhs])
-        lp.row_upper_ = np.concatenate([np.full(n_groups, cap), rhs])
+        lp.row_upper_ = np.concatenate([cap[self.row_example], rhs])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_ = A.indptr
         lp.a_matrix_.index_ = A.indices
@@ -75,17 +80,19 @@ class LinearProblem:
         self.cols = np.arange(n, dtype=np.int32)
         self.A_eq = A_eq
         self.rhs = rhs
-        self.cap = cap
+        self.cap = cap.copy()
         self.n_solves = 0
 
-    def set_cap(self, cap: float):
+    def set_cap(self, cap: np.ndarray):
+        """New capacities (n_B,) of the examples (the M-SVM²'s widened box)."""
         n = len(self.act)
-        self.highs.changeColsBounds(n, self.cols, np.zeros(n), np.full(n, cap))
+        cap = np.asarray(cap, dtype=np.float64)
+        self.highs.changeColsBounds(n, self.cols, np.zeros(n), cap[self.col_example])
         if self.n_groups:
             rows = np.arange(self.n_groups, dtype=np.int32)
             self.highs.changeRowsBounds(self.n_groups, rows, np.full(self.n_groups, -np.inf),
-                                        np.full(self.n_groups, cap))
-        self.cap = cap
+                                        cap[self.row_example])
+        self.cap = cap.copy()
 
     def solve(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """(vertex x, multipliers λ of the equality rows, cᵀx) for the costs c."""
@@ -110,10 +117,11 @@ class LinearProblem:
 
     def _clean(self, x):
         """Snap a vertex onto its bounds and restore A x = rhs on its fractional part."""
-        cap = self.cap
+        cap = self.cap[self.col_example]
         x = np.clip(x, 0.0, cap)
         x[x < 1e-9 * cap] = 0.0
-        x[x > (1 - 1e-9) * cap] = cap
+        top = x > (1 - 1e-9) * cap
+        x[top] = cap[top]
         frac = np.flatnonzero((x > 0) & (x < cap))
         residual = self.rhs - self.A_eq @ x
         if len(frac) and np.any(residual):

@@ -57,9 +57,9 @@ class Block:
         self.group = np.ascontiguousarray(solver.group[B])
         self.targets = solver.targets[B]
         self.active = np.ascontiguousarray(solver.active[B])
-        self.cap = solver.cap
+        self.cap = np.ascontiguousarray(solver.cap[B])   # (n_B,) per-example capacity
         self.squared = solver.squared
-        self.shift = solver.shift
+        self.shift = np.ascontiguousarray(solver.shift[B])   # (n_B,) per-example shift
         self.bias = solver.bias
         self.nuU = solver.nuU[B] if self.bias else None
         n, Q = len(B), solver.Q
@@ -96,7 +96,8 @@ class Block:
     def box_binds(self) -> bool:
         """Whether a variable sits at the M-SVM² box bound and the gradient pushes it up."""
         G = self.g if not self.bias else self.g - self.nuU @ self.lam
-        return bool(np.any((self.alpha >= (1.0 - 1e-9) * self.cap) & (G < 0) & (self.active > 0)))
+        at_box = self.alpha >= (1.0 - 1e-9) * self.cap[:, None]
+        return bool(np.any(at_box & (G < 0) & (self.active > 0)))
 
     def objective(self) -> float:
         """J(α) when B is every example: ½ αᵀ(g − γ)."""
@@ -108,7 +109,7 @@ class Block:
                                  float(theta_max), self.dbeta, self.u, self.stats)
         if theta > 0.0:
             a = self.alpha
-            a[np.abs(a) < SNAP * self.cap] = 0.0
+            a[np.abs(a) < SNAP * self.cap[:, None]] = 0.0
         return theta
 
 
