@@ -52,7 +52,22 @@ The working set of an old step follows the strategy (§4.2.2):
   violating variable is the first, the second as in S2DO_ALL;
   ``RANDOM_PATTERN_S2DO_PATTERN``: both variables inside the random pattern.
 A pattern whose best move is a pair of one slack group at capacity (CS) gets
-that pair (§5.2.1).  Each pair is optimised exactly over its box or triangle
+that pair (§5.2.1).
+
+Block steps and lazy refresh (fast path, as S2DO; ``block_steps``, ``lazy``).
+A step's pass over the support patterns costs O(n_sp); the steps inside the
+one or two patterns it touched cost O(P), since their rows of F are kept exact
+with the few kernel values among them.  So after the first 2-D step the
+solver goes on inside that *block* (first variable by violation, second by
+gain among the block's variables) until the block's largest violation is
+below BLOCK_FRACTION of the first variable's, and only then does one pass
+bring every other pattern up to date with the block's summed β deltas.
+In that pass a pattern whose violation, raised by the most the block can have
+moved it, stays well below the leader's is left *cold* (its violation becomes
+that upper bound; its extremes wait for a rescan), under the shared control
+of :mod:`msvm._core._steps` that pauses cold visits while they do not pay.
+The first variable (``_argmax`` rescans stale leaders) and the stopping test
+stay exact.  With both off, one step per pass as seed 004 describes.  Each pair is optimised exactly over its box or triangle
 by S2DO's ``_solve_2d`` (Algorithms 5 and 11), shared through
 :mod:`msvm._core._steps`, and the second variable is chosen by S2DO's
 ``_gain`` (Algorithm 4).  After a step a pattern whose α row became zero is
@@ -82,15 +97,20 @@ shorter than n_sp is completed on demand (only the missing entries are
 evaluated).  Removing slot t (the last slot L moves into it) permutes every
 cached row the same way: entry t ← entry L, length clipped.  The two most
 recently returned rows are never evicted, so two row pointers are valid
-together (as with :mod:`msvm._core._kernel_cache`).  Kernel evaluations are
+together (as with :mod:`msvm._core._kernel_cache`).  A row that falls short
+when a slot is removed gets the one missing entry computed (a support
+pattern's row) instead of losing its tail.  Dense rows of the next PREFETCH
+stream patterns are computed together, one dgemm reading the support
+patterns' features once instead of one dgemv per pattern, into a buffer beside
+the cache that is kept in slot order the same way (``_prefetch``).  Kernel evaluations are
 counted one per entry computed (none for a precomputed Gram matrix).
 
 Memory
 ------
 Per support pattern: (3P + Q + R + 12) doubles, its features (d doubles, or
 its non-zeros) and at most one cached row; plus the cache budget (which the
-two pinned rows may exceed by one row each) and one batch of input held by
-the caller.  Nothing is kept about patterns that are not support patterns,
+two pinned rows may exceed by one row each), the prefetch buffer (PREFETCH
+rows) and one batch of input held by the caller.  Nothing is kept about patterns that are not support patterns,
 except, in a ``fit``, their cached rows (inside the budget) and one int per
 training pattern (its slot).
 
