@@ -114,8 +114,11 @@ def _seed(random_state) -> int:
 
 
 def coef_from_state(problem: DualProblem, Wt: np.ndarray) -> np.ndarray:
-    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ."""
-    W = Wt.T
+    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ.
+
+    ``Wt`` may carry the solver's extra column Σ_c W_c (centred machines); it is dropped.
+    """
+    W = Wt[:, :problem.n_classes].T
     if problem.machine.sum_to_zero:
         W = W - W.mean(axis=0, keepdims=True)
     return np.ascontiguousarray(W)
@@ -186,11 +189,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     data, indices, indptr = _rows(X)
     sqnorm = np.zeros(m)   # filled by the state
     # A visit couples the variables of one example only: M's diagonal blocks M[y].
-    tables = machine_tables(problem.machine, fast=False)
+    tables = machine_tables(problem.machine, fast=False, full_M=False)
     M = tables.diagonal_blocks()
     kind, kappa, rho = _structure(problem, M, tables.group_size)
     shift = float(problem.kernel_shift)
-    Wt = np.zeros((d, Q))
+    # A centred machine's gradient needs S = Σ_c F_c: column Q keeps Σ_c W_c.
+    Wt = np.zeros((d, Q + 1 if tables.centred else Q))
     B = np.zeros((m, Q) if shift else (1, Q))
     state = LinearState(
         data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
@@ -199,6 +203,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         kind, kappa, rho, float(problem.upper_bound), shift, tol,
         tables.centred, bool(shrinking), _seed(random_state),
     )
+    import os
+    if os.environ.get("SLOT_MU"):
+        state.slot_mu = float(os.environ["SLOT_MU"]) * tol
+    if os.environ.get("UFACTOR"):
+        state.ufactor = float(os.environ["UFACTOR"])
+    if os.environ.get("SLOTS_BACK"):
+        state.slots_back = bool(int(os.environ["SLOTS_BACK"]))
+    if os.environ.get("UNSHRINK_AT"):
+        state.unshrink_at = float(os.environ["UNSHRINK_AT"])
     points = []
 
     def dual() -> float:
@@ -239,10 +252,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         warn_not_converged("linear", STATUS[code], f"max_iter={budget} passes",
                            f"with a KKT violation of {state.last_pass_max:.3e} > tol={tol:g}")
     W = coef_from_state(problem, Wt)
-    beta = problem.beta(alpha)
     scores = np.asarray(X @ W.T, dtype=np.float64)
     if shift:
-        scores += shift * beta
+        scores += shift * problem.beta(alpha)
     return DualSolution(
         alpha=alpha,
         b=np.zeros(Q),
@@ -259,6 +271,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_visits": int(state.n_visits),
             "n_inner_steps": int(state.n_inner),
             "n_unshrink": int(state.n_unshrink),
+            "n_slot_shrinks": int(state.n_slot_shrinks),
+            "n_score_ops": int(state.n_score_ops),
+            "n_update_ops": int(state.n_update_ops),
             "exact_subproblem": bool(np.all(kind == 1)),
             **({"trace": points} if trace is not None else {}),
         },
