@@ -114,11 +114,8 @@ def _seed(random_state) -> int:
 
 
 def coef_from_state(problem: DualProblem, Wt: np.ndarray) -> np.ndarray:
-    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ.
-
-    ``Wt`` may carry the solver's extra column Σ_c W_c (centred machines); it is dropped.
-    """
-    W = Wt[:, :problem.n_classes].T
+    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ."""
+    W = Wt.T
     if problem.machine.sum_to_zero:
         W = W - W.mean(axis=0, keepdims=True)
     return np.ascontiguousarray(W)
@@ -149,7 +146,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         stderr, at most once per second.
     shrinking : bool
         Remove examples whose variables sit at bounds with their gradients
-        pointing outwards from the passes (they come back before the end).
+        pointing outwards from the passes and, for WW, CS and OvA, such
+        variables from their example's list (a visit then reads only the
+        score columns of the remaining ones); everything comes back before
+        the final check.
     random_state : int, RandomState instance or None
         Seed of the visiting order (a fresh permutation each pass).
     time_slice : float
@@ -164,7 +164,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     -------
     DualSolution
         With ``info["coef"]``, the centred W̄ of shape (Q, d): the scores are
-        h(x) = W̄ x, and W̄ equals ``dual_coef_.T @ support_vectors_``.
+        h(x) = W̄ x, and W̄ equals ``dual_coef_.T @ support_vectors_``; and
+        the work counts ``n_visits``, ``n_steps``, ``n_slot_shrinks``,
+        ``n_score_ops`` (non-zeros × score columns read) and ``n_update_ops``
+        (non-zeros × columns of W written, rebuilds included).
     """
     from msvm._core._linear import LinearState
 
@@ -193,8 +196,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     M = tables.diagonal_blocks()
     kind, kappa, rho = _structure(problem, M, tables.group_size)
     shift = float(problem.kernel_shift)
-    # A centred machine's gradient needs S = Σ_c F_c: column Q keeps Σ_c W_c.
-    Wt = np.zeros((d, Q + 1 if tables.centred else Q))
+    Wt = np.zeros((d, Q))
     B = np.zeros((m, Q) if shift else (1, Q))
     state = LinearState(
         data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
@@ -203,15 +205,6 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         kind, kappa, rho, float(problem.upper_bound), shift, tol,
         tables.centred, bool(shrinking), _seed(random_state),
     )
-    import os
-    if os.environ.get("SLOT_MU"):
-        state.slot_mu = float(os.environ["SLOT_MU"]) * tol
-    if os.environ.get("UFACTOR"):
-        state.ufactor = float(os.environ["UFACTOR"])
-    if os.environ.get("SLOTS_BACK"):
-        state.slots_back = bool(int(os.environ["SLOTS_BACK"]))
-    if os.environ.get("UNSHRINK_AT"):
-        state.unshrink_at = float(os.environ["UNSHRINK_AT"])
     points = []
 
     def dual() -> float:
