@@ -105,6 +105,9 @@ def run_one(spec: dict) -> dict:
         out["n_iter"] = int(sol.n_iter)
         out["status"] = sol.status
         out["max_violation"] = sol.info["max_violation"]
+        # Deterministic work counts (comparable across machines, unlike the times).
+        for key in ("n_visits", "n_steps", "n_slot_shrinks", "n_score_ops", "n_update_ops"):
+            out[key] = int(sol.info[key])
         if spec.get("trace"):
             out["trace"] = sol.info["trace"]
     else:

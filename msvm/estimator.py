@@ -213,8 +213,11 @@ default='rbf'
         ``online_strategy``), and ``'linear'`` (``kernel='linear'`` and
         bias-free machines only: dual coordinate descent keeping the primal
         W, for large sparse data; :mod:`msvm.solvers.linear`).
-        ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`
-        (``'s2do'`` without a bias, ``'frank_wolfe'`` with one).  A solver
+        ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`:
+        ``'linear'`` for ``kernel='linear'`` without a bias when a row of X
+        (its stored non-zeros if sparse, its features if dense) is no longer
+        than the number of examples, else ``'s2do'`` without a bias and
+        ``'frank_wolfe'`` with one.  A solver
         that cannot handle the bias setting raises a ValueError.  Each
         solver declares the parameters it honours (``OPTIONS`` of its
         module): setting another away from its default warns, naming the

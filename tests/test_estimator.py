@@ -14,6 +14,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
 from msvm import MultiClassSVC
+from msvm.solvers import resolve_solver
 
 MODELS = ("ww", "cs", "llw", "msvm2")
 
@@ -248,3 +249,33 @@ def test_refit_and_tags(small3):
 def test_auto_solver_rule(small3, fit_intercept, expected):
     clf = MultiClassSVC(fit_intercept=fit_intercept).fit(*small3)
     assert clf.solution_["solver"].startswith(expected)
+
+
+@pytest.mark.parametrize("kernel, bias, shape, sparse, expected", [
+    ("linear", False, (200, 20), False, "linear"),        # a row shorter than m
+    ("linear", False, (200, 200), False, "linear"),       # the boundary: d = m
+    ("linear", False, (50, 400), False, "s2do"),          # wide dense: the Gram matrix
+    ("linear", False, (50, 400), True, "linear"),         # the same shape, 5 non-zeros a row
+    ("linear", True, (200, 20), False, "frank_wolfe"),    # a bias: never the linear solver
+    ("rbf", False, (200, 20), True, "s2do"),
+    ("poly", False, (200, 20), False, "s2do"),
+])
+def test_auto_picks_linear_solver(kernel, bias, shape, sparse, expected):
+    """'auto' takes solver='linear' for a linear kernel without a bias when nnz(X)/m ≤ m."""
+    from msvm.kernels import Kernel
+    from msvm.machines import make_machine
+    from msvm.problem import DualProblem
+
+    rng = np.random.default_rng(0)
+    m, d = shape
+    X = rng.normal(size=shape)
+    if sparse:
+        X = sp.random(m, d, density=5 / d, format="csr", random_state=0)
+    y = np.arange(m) % 3
+    for model in ("ww", "cs", "llw", "msvm2", "ats"):
+        problem = DualProblem(make_machine(model, 3), y, Kernel(X, kernel, gamma=0.1), 1.0, bias)
+        assert resolve_solver("auto", problem) == expected, model
+    if expected == "linear" and not sparse:
+        clf = MultiClassSVC(model="cs", kernel="linear", random_state=0).fit(X, y)
+        assert clf.solution_["solver"] == "linear"
+        assert clf.solution_["status"] == "optimal"

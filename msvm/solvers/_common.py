@@ -55,9 +55,9 @@ class MachineTables:
 
     Attributes
     ----------
-    M : float64 (Q·P, Q·P)
+    M : float64 (Q·P, Q·P) or None
         ν̄_{y,p}·ν̄_{z,q} of the active slots (ν̄ centred for sum-to-zero
-        machines): H = M ⊗ K.
+        machines): H = M ⊗ K.  None when built with ``full_M=False``.
     gamma : float64 (Q, P)
         γ_{y,p}, zero on inactive slots.
     active : uint8 (Q, P)
@@ -80,7 +80,7 @@ class MachineTables:
         :func:`machine_tables`), or None when the machine lacks its structure.
     """
 
-    M: np.ndarray
+    M: np.ndarray | None
     gamma: np.ndarray
     active: np.ndarray
     slack: np.ndarray
@@ -100,15 +100,15 @@ class MachineTables:
                     nz_val=self.nz_val, nu_mean=self.nu_mean)
 
     def diagonal_blocks(self) -> np.ndarray:
-        """M's per-class diagonal blocks M[y] = ν̄_y ν̄_yᵀ, shape (Q, P, P)."""
-        Q = self.gamma.shape[0]
-        P = self.gamma.shape[1]
-        blocks = self.M.reshape(Q, P, Q, P)
-        return np.ascontiguousarray(blocks[np.arange(Q), :, np.arange(Q), :])
+        """M's per-class diagonal blocks M[y] = ν̄_y ν̄_yᵀ, shape (Q, P, P).
+
+        Computed from ν̄ (O(Q P² Q)), so they need no full M (``full_M=False``).
+        """
+        return np.ascontiguousarray(np.einsum("ypc,yqc->ypq", self.nubar, self.nubar))
 
 
 def machine_tables(machine: Machine, *, fast: bool = True,
-                   max_shared_groups: int | None = None) -> MachineTables:
+                   max_shared_groups: int | None = None, full_M: bool = True) -> MachineTables:
     """The machine's arrays for the compiled solvers, built once for all of them.
 
     Every table depends on the machine only (not on the data), so the
@@ -125,6 +125,10 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         Raise ``ValueError`` when a class has more slack groups shared by
         several slots than this (the online solver keeps one shared-group
         sum per pattern: ``max_shared_groups=1``).
+    full_M : bool
+        Build the (QP × QP) table M.  False leaves ``M`` None, for a solver
+        that needs only the diagonal blocks (:meth:`MachineTables.diagonal_blocks`):
+        M has (QP)² entries, 6.25 million for Q = 50.
 
     Returns
     -------
@@ -147,7 +151,7 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     Q, P = machine.n_classes, machine.n_slots
     active = machine.active
     nubar = np.ascontiguousarray(machine.nu_centered * active[:, :, None])
-    M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P)
+    M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P) if full_M else None
     slack = np.where(active, machine.slack, -1).astype(np.int32)
     if machine.loss != "hinge":
         slack[:] = -1
@@ -165,7 +169,7 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     nz_col, nz_val = _nonzeros(nu.reshape(Q * P, Q))
     nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
     return MachineTables(
-        M=np.ascontiguousarray(M),
+        M=None if M is None else np.ascontiguousarray(M),
         gamma=np.ascontiguousarray(np.where(active, machine.gamma, 0.0)),
         active=np.ascontiguousarray(active, dtype=np.uint8),
         slack=np.ascontiguousarray(slack),

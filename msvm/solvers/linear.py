@@ -146,7 +146,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         stderr, at most once per second.
     shrinking : bool
         Remove examples whose variables sit at bounds with their gradients
-        pointing outwards from the passes (they come back before the end).
+        pointing outwards from the passes and, for WW, CS and OvA, such
+        variables from their example's list (a visit then reads only the
+        score columns of the remaining ones); everything comes back before
+        the final check.
     random_state : int, RandomState instance or None
         Seed of the visiting order (a fresh permutation each pass).
     time_slice : float
@@ -161,7 +164,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     -------
     DualSolution
         With ``info["coef"]``, the centred W̄ of shape (Q, d): the scores are
-        h(x) = W̄ x, and W̄ equals ``dual_coef_.T @ support_vectors_``.
+        h(x) = W̄ x, and W̄ equals ``dual_coef_.T @ support_vectors_``; and
+        the work counts ``n_visits``, ``n_steps``, ``n_slot_shrinks``,
+        ``n_score_ops`` (non-zeros × score columns read) and ``n_update_ops``
+        (non-zeros × columns of W written, rebuilds included).
     """
     from msvm._core._linear import LinearState
 
@@ -186,7 +192,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     data, indices, indptr = _rows(X)
     sqnorm = np.zeros(m)   # filled by the state
     # A visit couples the variables of one example only: M's diagonal blocks M[y].
-    tables = machine_tables(problem.machine, fast=False)
+    tables = machine_tables(problem.machine, fast=False, full_M=False)
     M = tables.diagonal_blocks()
     kind, kappa, rho = _structure(problem, M, tables.group_size)
     shift = problem.kernel_shift   # (m,) per-example shift, zeros but for the M-SVM²
@@ -240,10 +246,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         warn_not_converged("linear", STATUS[code], f"max_iter={budget} passes",
                            f"with a KKT violation of {state.last_pass_max:.3e} > tol={tol:g}")
     W = coef_from_state(problem, Wt)
-    beta = problem.beta(alpha)
     scores = np.asarray(X @ W.T, dtype=np.float64)
     if has_shift:
-        scores += shift[:, None] * beta
+        scores += shift[:, None] * problem.beta(alpha)
     return DualSolution(
         alpha=alpha,
         b=np.zeros(Q),
@@ -260,6 +265,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_visits": int(state.n_visits),
             "n_inner_steps": int(state.n_inner),
             "n_unshrink": int(state.n_unshrink),
+            "n_slot_shrinks": int(state.n_slot_shrinks),
+            "n_score_ops": int(state.n_score_ops),
+            "n_update_ops": int(state.n_update_ops),
             "exact_subproblem": bool(np.all(kind == 1)),
             **({"trace": points} if trace is not None else {}),
         },
