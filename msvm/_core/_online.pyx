@@ -52,7 +52,11 @@ The working set of an old step follows the strategy (§4.2.2):
   violating variable is the first, the second as in S2DO_ALL;
   ``RANDOM_PATTERN_S2DO_PATTERN``: both variables inside the random pattern.
 A pattern whose best move is a pair of one slack group at capacity (CS) gets
-that pair (§5.2.1).
+that pair (§5.2.1).  Each pair is optimised exactly over its box or triangle
+by S2DO's ``_solve_2d`` (Algorithms 5 and 11), shared through
+:mod:`msvm._core._steps`, and the second variable is chosen by S2DO's
+``_gain`` (Algorithm 4).  After a step a pattern whose α row became zero is
+removed: the last slot moves into its place.
 
 Block steps and lazy refresh (fast path, as S2DO; ``block_steps``, ``lazy``).
 A step's pass over the support patterns costs O(n_sp); the steps inside the
@@ -67,17 +71,14 @@ moved it, stays well below the leader's is left *cold* (its violation becomes
 that upper bound; its extremes wait for a rescan), under the shared control
 of :mod:`msvm._core._steps` that pauses cold visits while they do not pay.
 The first variable (``_argmax`` rescans stale leaders) and the stopping test
-stay exact.  With both off, one step per pass as seed 004 describes.  Each pair is optimised exactly over its box or triangle
-by S2DO's ``_solve_2d`` (Algorithms 5 and 11), shared through
-:mod:`msvm._core._steps`, and the second variable is chosen by S2DO's
-``_gain`` (Algorithm 4).  After a step a pattern whose α row became zero is
-removed: the last slot moves into its place.
+stay exact.  With both off, one step per pass as seed 004 describes.
 
 Scheduling (§4.2.4, Algorithm 7)
 --------------------------------
 For each pattern of the stream: one TWO_NEWS, then atomic steps drawn at
 random until TWO_NEWS is drawn again.  An atomic step of type t runs
-``mult[t]`` steps (1 for TWO_NEWS, Q for the two old types), after which
+``mult[t]`` steps (1 for TWO_NEWS, Q for the two old types; a step with its
+block steps counts as one), after which
 its rate is updated, ``rate[t] ← β · Δdual / Δwork + (1 − β) · rate[t]``
 (β = 0.05, rates start at 1); a type is drawn with probability proportional
 to its rate, every rate first raised to at least η = 0.05 of their sum (as
@@ -101,18 +102,19 @@ together (as with :mod:`msvm._core._kernel_cache`).  A row that falls short
 when a slot is removed gets the one missing entry computed (a support
 pattern's row) instead of losing its tail.  Dense rows of the next PREFETCH
 stream patterns are computed together, one dgemm reading the support
-patterns' features once instead of one dgemv per pattern, into a buffer beside
-the cache that is kept in slot order the same way (``_prefetch``).  Kernel evaluations are
-counted one per entry computed (none for a precomputed Gram matrix).
+patterns' features once instead of one dgemv per pattern, into a buffer
+beside the cache that is kept in slot order the same way (``_prefetch``).
+Kernel evaluations are counted one per entry computed (none for a
+precomputed Gram matrix).
 
 Memory
 ------
 Per support pattern: (3P + Q + R + 12) doubles, its features (d doubles, or
 its non-zeros) and at most one cached row; plus the cache budget (which the
 two pinned rows may exceed by one row each), the prefetch buffer (PREFETCH
-rows) and one batch of input held by the caller.  Nothing is kept about patterns that are not support patterns,
-except, in a ``fit``, their cached rows (inside the budget) and one int per
-training pattern (its slot).
+rows) and one batch of input held by the caller.  Nothing is kept about
+patterns that are not support patterns, except, in a ``fit``, their cached
+rows (inside the budget) and one int per training pattern (its slot).
 
 All loops run without the GIL on raw buffers; arrays grow by realloc.
 """
