@@ -125,10 +125,9 @@ def prefers_linear(problem) -> bool:
     (dense) are at most the number of examples.  A pass of the linear solver
     costs O(nnz(X)·Q) and needs no Gram matrix; S2DO's kernel rows cost
     O(m·nnz(X)) for the whole Gram matrix, but its steps then cost O(m).  So
-    the primal W wins while a row is shorter than the number of rows (measured:
-    mnist, dna, satimage, letter, segment, vowel and the generated text set,
-    every machine, as fast or faster; letter CS ten times), and S2DO wins on
-    wide dense data (300 × 20 000: an order of magnitude).
+    the primal W wins while a row is shorter than the number of rows, and
+    S2DO wins on wide dense data (the README's "Solvers" section gives the
+    measurements behind the rule).
     """
     kernel = problem.kernel
     if problem.fit_intercept or callable(kernel.name) or kernel.name != "linear":
