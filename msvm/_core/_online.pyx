@@ -142,6 +142,8 @@ from msvm._core._steps cimport (
     _lazy_tick,
     _now,
     _solve_2d,
+    _track_max,
+    _track_min,
 )
 
 import numpy as np
@@ -1916,33 +1918,16 @@ cdef class OnlineState:
                 r = sl[s]
                 canup = r < 0 or self.GS[e * R + r] < lim * self.wt[e]
                 a = self.A[e * P + s]
-                if canup:
-                    if h < hu:
-                        hu = h
-                        au = s
-                    elif au == s:
-                        dirty = True
-                if h < ha:
-                    ha = h
-                    aa = s
-                elif aa == s:
+                if canup and _track_min(h, s, &hu, &au):
+                    dirty = True
+                if _track_min(h, s, &ha, &aa):
                     dirty = True
                 if a > 0:
-                    if h > hd:
-                        hd = h
-                        ad = s
-                    elif ad == s:
+                    if _track_max(h, s, &hd, &ad):
                         dirty = True
-                    if canup:
-                        if h < husv:
-                            husv = h
-                            ausv = s
-                        elif ausv == s:
-                            dirty = True
-                    if h < hasv:
-                        hasv = h
-                        aasv = s
-                    elif aasv == s:
+                    if canup and _track_min(h, s, &husv, &ausv):
+                        dirty = True
+                    if _track_min(h, s, &hasv, &aasv):
                         dirty = True
             self.ext[e].hup = hu
             self.ext[e].hdn = hd

@@ -195,6 +195,8 @@ from msvm._core._steps cimport (
     _lazy_tick,
     _now,
     _solve_2d,
+    _track_max,
+    _track_min,
 )
 
 import numpy as np
@@ -1547,10 +1549,10 @@ cdef class S2DOState:
         Written with raw pointers and the slot logic inlined: this loop is the
         solver's hot spot.  Touches only rows of its own examples (thread-safe).
         """
-        cdef Py_ssize_t e, y, s, best_e = -1, au, ad, aa
+        cdef Py_ssize_t e, y, s, best_e = -1
         cdef Py_ssize_t P = self.P, Q = self.Q
         cdef Py_ssize_t e1 = (b + 1) * CHUNK, t_work
-        cdef int j, nc = self.pnc, nb = self.nblk
+        cdef int j, nc = self.pnc, nb = self.nblk, au, ad, aa
         cdef double best = 0.0, v, h, hu, hd, ha, dmax, ub
         cdef const int* pstart = self.pstart
         cdef const int* prow = self.prow
@@ -1630,24 +1632,12 @@ cdef class S2DOState:
                     if not (actmask[y] & bit):
                         continue
                     h = -Fe[s] - gam[y * P + s]
-                    if up & bit:
-                        if h < hu:
-                            hu = h
-                            au = s
-                        elif au == s:
-                            dirty = True
-                    if pos & bit:
-                        if h > hd:
-                            hd = h
-                            ad = s
-                        elif ad == s:
-                            dirty = True
-                    if max_loss:
-                        if h < ha:
-                            ha = h
-                            aa = s
-                        elif aa == s:
-                            dirty = True
+                    if (up & bit) and _track_min(h, s, &hu, &au):
+                        dirty = True
+                    if (pos & bit) and _track_max(h, s, &hd, &ad):
+                        dirty = True
+                    if max_loss and _track_min(h, s, &ha, &aa):
+                        dirty = True
                 # An extreme whose slot moved away is kept at its old value: a
                 # bound, so ex[e].viol is an upper bound while the example is stale.
                 ex[e].hup = hu

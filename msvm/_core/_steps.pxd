@@ -212,3 +212,26 @@ cdef inline void _lazy_tick(LazyControl* c, long long cold, long long rescans,
     c.count = 0
     c.win_cold = 0
     c.win_rescan = 0
+
+
+# Cached extremes of the per-slot part h of the gradients (the fast path of
+# S2DO and the online solver).  When slot s's value changes to h, the running
+# minimum (or maximum) x realised at slot a is updated in O(1); if a == s and h
+# moved away from the extreme, x is kept at its old value, which stays a bound
+# (min from below, max from above), and the caller marks the example stale.
+cdef inline bint _track_min(double h, int s, double* x, int* a) noexcept nogil:
+    """Update the minimum x (at slot a) with slot s's new value h; True: x is now a bound."""
+    if h < x[0]:
+        x[0] = h
+        a[0] = s
+        return False
+    return a[0] == s
+
+
+cdef inline bint _track_max(double h, int s, double* x, int* a) noexcept nogil:
+    """Update the maximum x (at slot a) with slot s's new value h; True: x is now a bound."""
+    if h > x[0]:
+        x[0] = h
+        a[0] = s
+        return False
+    return a[0] == s
