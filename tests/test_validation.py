@@ -43,6 +43,8 @@ def test_quick_matrix_passes_and_writes_json(tmp_path):
     assert code == 0, text
     assert text.startswith("Thresholds:")
     payload = json.loads(path.read_text())
+    # Results files keep no absolute machine paths (a path outside the repository: its name).
+    assert payload["meta"]["argv"] == ["--quick", "--jobs", "1", "--json", "quick.json"]
     assert set(payload["thresholds"]) == set(registry.SOLVERS)
     for name in ("cvxpy", "osqp"):  # the reference solvers' own limits
         assert payload["thresholds"][name]["thresholds"]["dual_rel_diff"] == 1e-6

@@ -272,8 +272,19 @@ def _run(args, jobs: int, argv, out) -> int:
     return 1 if summary["n_fail"] or (bound_summary and bound_summary["n_fail"]) else 0
 
 
+def _portable(arg: str) -> str:
+    """A command-line argument as results files keep it: an absolute path becomes
+    relative to the repository root (or, outside it, just the file name)."""
+    path = Path(arg)
+    if not path.is_absolute():
+        return arg
+    root = Path(__file__).resolve().parents[1]
+    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+
+
 def _meta(args, argv) -> dict:
-    return {"argv": list(sys.argv[1:] if argv is None else argv), "jobs": args.jobs,
+    argv = sys.argv[1:] if argv is None else argv
+    return {"argv": [_portable(a) for a in argv], "jobs": args.jobs,
             "dask": args.dask, "quick": args.quick, "filter": args.filter,
             "python": platform.python_version(), "platform": platform.platform()}
 
