@@ -529,14 +529,23 @@ cdef class LinearState:
                 continue
             for k in range(self.nz_count[yi, s]):
                 col = self.nz_col[yi, s, k]
-                if not self.colmark[col]:
-                    self.colmark[col] = 1
-                    self.dcols[ncol] = col
-                    ncol += 1
+                ncol = self._list_column(col, self.dcols, ncol)
                 self.dbeta[col] += self.nz_val[yi, s, k] * v[s]
-        for t in range(ncol):
-            self.colmark[self.dcols[t]] = 0
+        self._unmark(self.dcols, ncol)
         return ncol
+
+    cdef inline int _list_column(self, int col, int* cols, int n) noexcept nogil:
+        """Append col to cols[:n] unless colmark says it is listed; the new count."""
+        if not self.colmark[col]:
+            self.colmark[col] = 1
+            cols[n] = col
+            return n + 1
+        return n
+
+    cdef inline void _unmark(self, const int* cols, int n) noexcept nogil:
+        cdef int t
+        for t in range(n):
+            self.colmark[cols[t]] = 0
 
     cdef void _axpy(self, Py_ssize_t i, Py_ssize_t ncol) noexcept nogil:
         """Wt[j, c] += dbeta[c] x_ij for the listed columns c and the non-zeros j of x_i."""
@@ -568,21 +577,15 @@ cdef class LinearState:
         With every slot of the class in play, all columns (Q) without listing them.
         """
         cdef Py_ssize_t yi = self.y[i], s
-        cdef int t, k, col
-        cdef Py_ssize_t n = 0
+        cdef int t, k, n = 0
         if self.vn == self.nact[yi]:
             self.ncols = self.Q         # no slot shrunk: read every column
             return
         for t in range(self.vn):
             s = self.vsl[t]
             for k in range(self.nz_count[yi, s]):
-                col = self.nz_col[yi, s, k]
-                if not self.colmark[col]:
-                    self.colmark[col] = 1
-                    self.cols[n] = col
-                    n += 1
-        for t in range(n):
-            self.colmark[self.cols[t]] = 0
+                n = self._list_column(self.nz_col[yi, s, k], self.cols, n)
+        self._unmark(self.cols, n)
         self.ncols = n
 
     cdef void _scores(self, Py_ssize_t i) noexcept nogil:

@@ -1397,21 +1397,29 @@ cdef class OnlineState:
                 self.rlen[r] = t + 1
         self._evict()
 
-    cdef bint _fill_entry(self, Py_ssize_t r, Py_ssize_t t) noexcept nogil:
-        """Entry t of cached row r if it is a support pattern's (False: a row kept by index)."""
-        cdef Py_ssize_t q = self.rkey[r]
-        if self.rkind[r] != KEY_SLOT:
-            return False
-        if q == t:
-            self.rptr[r][t] = self.kd[t]
-        else:
-            self._kernel_fill(0, q, self.rptr[r], t, t + 1)
-        return True
+    cdef void _follow_move(self, double* row, Py_ssize_t* n, Py_ssize_t t, Py_ssize_t L,
+                           int qkind, Py_ssize_t q) noexcept nogil:
+        """A row of n entries after slot L moved into slot t (n_sp becomes L).
+
+        Entry t ← entry L, length clipped to L.  A short row (without entry L)
+        gets entry t computed for its query (``_kernel_fill``'s qkind and q)
+        instead of losing its entries from t on; with qkind < 0 it is cut at t.
+        """
+        if n[0] > L:
+            if t != L:
+                row[t] = row[L]
+            n[0] = L
+        elif n[0] > t:
+            if qkind < 0:
+                n[0] = t
+            elif qkind == 0 and q == t:
+                row[t] = self.kd[t]
+            else:
+                self._kernel_fill(qkind, q, row, t, t + 1)
 
     cdef void _remove(self, Py_ssize_t t) noexcept nogil:
         """Slot t leaves (α row zero); the last slot moves into it."""
         cdef Py_ssize_t L = self.n_sp - 1, r, nxt, j, g = self.gid[t], P = self.P, Q = self.Q
-        cdef double* row
         # The leaving pattern's row: keyed by its index in a fit, dropped in a stream.
         r = self.srec[t]
         if r >= 0:
@@ -1461,30 +1469,18 @@ cdef class OnlineState:
             self.srec[L] = -1
             if self.n_gid > 0:
                 self.gid_slot[self.gid[t]] = t
-        # Every cached row: entry t <- entry L, length clipped to the new n_sp = L.  A
-        # short row (without entry L) gets that one entry computed instead of losing
-        # its entries from t on.
+        # Every cached and prefetched row follows the move.  A row kept by a pattern's
+        # index (not a support pattern) is cut instead: its features may be gone.
         r = self.rhead
         while r >= 0:
             nxt = self.rnext[r]
-            row = self.rptr[r]
-            if self.rlen[r] > L:
-                if t != L:
-                    row[t] = row[L]
-                self.rlen[r] = L
-            elif self.rlen[r] > t and not self._fill_entry(r, t):
-                self.rlen[r] = t
+            self._follow_move(self.rptr[r], &self.rlen[r], t, L,
+                              0 if self.rkind[r] == KEY_SLOT else -1, self.rkey[r])
             r = nxt
         for j in range(self.pf_n):
-            if self.pf_pos[j] < 0:
-                continue
-            row = self.pf_out + j * self.pf_ld
-            if self.pf_len[j] > L:
-                if t != L:
-                    row[t] = row[L]
-                self.pf_len[j] = L
-            elif self.pf_len[j] > t:
-                self._kernel_fill(1, self.pf_pos[j], row, t, t + 1)
+            if self.pf_pos[j] >= 0:
+                self._follow_move(self.pf_out + j * self.pf_ld, &self.pf_len[j], t, L, 1,
+                                  self.pf_pos[j])
         self.n_sp = L
         self.n_removed += 1
 
