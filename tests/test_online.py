@@ -171,6 +171,43 @@ def test_tiny_cache_still_converges():
     assert small.n_kernel_evaluations > large.n_kernel_evaluations
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cached_rows_follow_the_slots(sparse):
+    """Every row of the online solver's row cache is a kernel row over the current slots.
+
+    A tiny budget (a few rows) makes rows evicted, recomputed, extended when a
+    pattern stays, permuted when one leaves, and re-keyed by training index and
+    back over two epochs; each cached row must still equal k(x_key, x_s) over
+    the slots s < its length, and the budget hold up to the two pinned rows.
+    """
+    online = _online()
+    X, y = blobs(4, 5, 300, spread=2.0)
+    problem = make_problem("cs", X, y, C=1.0)
+    m = problem.n_samples
+    budget = 0.01
+    Xin = sp.csr_matrix(X) if sparse else X
+    state = online.new_state(
+        problem.machine, problem.C, layout=1 if sparse else 0, n_features=X.shape[1],
+        kernel_name="rbf", gamma=0.5, degree=3.0, coef0=0.0, gram=None, n_gid=m, tol=1e-3,
+        strategy=0, cache_size=budget, seed=5, kcost=8.0)
+    arrays = online.batch_arrays(Xin, "rbf", 0.5, 3.0, 0.0)
+    rng = np.random.RandomState(0)
+    for _ in range(2):
+        state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
+                        arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"], problem.y,
+                        np.arange(m, dtype=np.intp), rng.permutation(m).astype(np.intp))
+        assert state.run_pass(10**7, 60.0) == 0
+    slots = state.support()[0]
+    K = rbf_kernel(X, gamma=0.5)
+    rows = state.rows.as_dict()
+    assert {kind for kind, _ in rows} == {"slot", "index"}
+    for (kind, key), row in rows.items():
+        pattern = slots[key] if kind == "slot" else key
+        np.testing.assert_allclose(row, K[pattern, slots[:len(row)]], rtol=0, atol=1e-12)
+    assert state.n_removed > 0 and state.rows.n_misses > len(rows)
+    assert state.rows.peak_bytes <= budget * 2**20 + 2 * (8 * m * 1.2 + 256)
+
+
 # ----------------------------------------------------- bookkeeping, epochs
 def test_stored_gradients_are_exact():
     """G of the support patterns after one pass equals ∇J computed from scratch."""

@@ -37,11 +37,72 @@
 # Preconditions (not checked, for speed): 0 <= i < n_samples.  The cache is
 # not thread-safe: do not call row_ptr on one cache from several threads (a
 # row it computes is itself split over ``n_threads`` OpenMP threads).
+#
+# SlotRowCache: rows over a changing set of slots
+# ------------------------------------------------
+# The online solver's rows are over its support patterns, slots 0 .. n − 1,
+# whose number grows and shrinks: each row has its own length (entries
+# 0 .. length − 1 are valid) and is extended by its owner.  A row is keyed by
+# a slot (BY_SLOT) or by a training pattern's index (BY_INDEX, a pattern
+# that left the slots but may come back).  Both caches order their rows by
+# recency with the same Lru list; SlotRowCache evicts down to a byte budget
+# and never evicts the two rows last passed to ``pin``:
+#
+#     r = rc.find_or_add(BY_SLOT, s)      # most recently used (-1: no memory)
+#     if rc.length[r] < n:
+#         row = rc.reserve(r, n)          # room for n entries (NULL: no memory)
+#         ... fill row[rc.length[r]:n] ...; rc.length[r] = n
+#     rc.pin(r); rc.evict()
+#     return rc.rows[r]                   # valid until the next evict after
+#                                         # two further pins
 
 from msvm._core._kernel cimport KernelSpec, RowSource
 
 cdef enum:
     SCRATCH_ROWS = 8
+
+cdef enum:
+    BY_SLOT = 0
+    BY_INDEX = 1
+
+
+# Recency order of the entries 0 .. n − 1 of a cache: a doubly linked list over
+# caller-owned prev/next arrays, head = most recently used, tail = least.
+cdef struct Lru:
+    Py_ssize_t* prev
+    Py_ssize_t* next
+    Py_ssize_t head
+    Py_ssize_t tail
+
+
+cdef inline void lru_unlink(Lru* lru, Py_ssize_t e) noexcept nogil:
+    cdef Py_ssize_t p = lru.prev[e], n = lru.next[e]
+    if p >= 0:
+        lru.next[p] = n
+    else:
+        lru.head = n
+    if n >= 0:
+        lru.prev[n] = p
+    else:
+        lru.tail = p
+
+
+cdef inline void lru_push_front(Lru* lru, Py_ssize_t e) noexcept nogil:
+    """Link an unlinked entry at the head."""
+    lru.prev[e] = -1
+    lru.next[e] = lru.head
+    if lru.head >= 0:
+        lru.prev[lru.head] = e
+    lru.head = e
+    if lru.tail < 0:
+        lru.tail = e
+
+
+cdef inline void lru_touch(Lru* lru, Py_ssize_t e) noexcept nogil:
+    """Make a linked entry the most recently used."""
+    if e != lru.head:
+        lru_unlink(lru, e)
+        lru_push_front(lru, e)
 
 
 cdef class KernelCache:
@@ -85,10 +146,7 @@ cdef class KernelCache:
     cdef int _turn                        # which scratch row the next request uses
     cdef Py_ssize_t* _slot_of_row         # m entries, -1 when row absent
     cdef Py_ssize_t* _row_of_slot         # capacity entries
-    cdef Py_ssize_t* _prev                # doubly linked list over slots,
-    cdef Py_ssize_t* _next                #   head = most recently used
-    cdef Py_ssize_t _head
-    cdef Py_ssize_t _tail                 # least recently used slot
+    cdef Lru _lru                         # recency order of the slots
     cdef Py_ssize_t _n_used               # slots handed out so far
 
     # C API.
@@ -105,8 +163,36 @@ cdef class KernelCache:
     cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil
     cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                              Py_ssize_t j1) noexcept nogil
-    cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil
     cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil
     cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
-                              Py_ssize_t slot0, Py_ssize_t b) noexcept nogil
-    cdef void _unlink(self, Py_ssize_t slot) noexcept nogil
+                              const double* gsq, Py_ssize_t slot0, Py_ssize_t b) noexcept nogil
+
+
+cdef class SlotRowCache:
+    # Records r: rows[r] holds length[r] valid entries in room[r] allocated ones,
+    # keyed by (kind[r], key[r]); free records are chained through the Lru's next.
+    cdef double** rows
+    cdef Py_ssize_t* length
+    cdef Py_ssize_t* room
+    cdef int* kind
+    cdef Py_ssize_t* key
+    cdef Lru lru
+    cdef Py_ssize_t n_records, free_head, pin1, pin2
+    cdef Py_ssize_t* of_slot              # record of slot s, or -1 (n_slots entries)
+    cdef Py_ssize_t n_slots
+    cdef Py_ssize_t* of_index             # record of training pattern g, or -1
+    cdef Py_ssize_t n_index
+    cdef readonly Py_ssize_t n_rows
+    cdef readonly long long used_bytes, budget, peak_bytes
+    cdef public long long n_hits, n_misses
+
+    cdef Py_ssize_t record(self, int kind, Py_ssize_t key) noexcept nogil
+    cdef Py_ssize_t find_or_add(self, int kind, Py_ssize_t key) noexcept nogil
+    cdef double* reserve(self, Py_ssize_t r, Py_ssize_t n) noexcept nogil
+    cdef bint reserve_slots(self, Py_ssize_t n) noexcept nogil
+    cdef void rekey(self, Py_ssize_t r, int kind, Py_ssize_t key) noexcept nogil
+    cdef void pin(self, Py_ssize_t r) noexcept nogil
+    cdef void drop(self, Py_ssize_t r) noexcept nogil
+    cdef void evict(self) noexcept nogil
+    cdef bint _reserve_records(self, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t* _map(self, int kind, Py_ssize_t key) noexcept nogil

@@ -1,4 +1,11 @@
-"""LRU cache of rows of the training Gram matrix.
+"""LRU caches of Gram-matrix rows: fixed rows over all examples, or rows over slots.
+
+:class:`KernelCache` holds rows of the training Gram matrix, each over all m
+examples (the batch solvers).  :class:`SlotRowCache` holds rows over a
+changing set of slots (the online solver's support patterns), each of its own
+length, within a byte budget; its owner fills and extends them (see the end
+of this docstring).  Both order their rows with the same ``Lru`` list of
+``_kernel_cache.pxd``.
 
 Every decomposition solver of msvm (S2DO, online, Frank-Wolfe) touches the
 Gram matrix ``K[i, j] = k(x_i, x_j)`` one row at a time, and the same few
@@ -16,11 +23,11 @@ Layout
   clamped to ``[2, m]``.
 * ``_slot_of_row`` (m entries): the slot holding row ``i``, or -1.  This makes
   the hit test a single O(1) array read, with no hashing.
-* ``_row_of_slot``, ``_prev``, ``_next`` (capacity entries): a doubly linked
-  list of the occupied slots ordered by recency (``_head`` = most recently
-  used, ``_tail`` = least recently used).  A hit unlinks its slot and pushes
-  it at the head in O(1); a miss takes a never-used slot while there is one,
-  otherwise evicts ``_tail``, in O(1).
+* ``_row_of_slot`` (capacity entries) and ``_lru``: the occupied slots in a
+  doubly linked list ordered by recency (``Lru`` of ``_kernel_cache.pxd``,
+  head = most recently used, tail = least).  A hit moves its slot to the
+  head in O(1); a miss takes a never-used slot while there is one,
+  otherwise evicts the tail, in O(1).
 
 Because a requested row is moved to the head and eviction takes the tail, the
 row returned by the previous call is never evicted by the current one as long
@@ -62,22 +69,35 @@ double scratch rows, used in turn: callers always see the same rounded Gram
 matrix (a perturbation of relative size 2**-24 ≈ 6e-8 per entry, diagonal
 included), and the pointers of up to 8 consecutive hits stay valid together
 (S2DO's blocks hold that many rows).
+
+Rows over slots
+---------------
+The online solver keeps only its support patterns, in slots 0 .. n − 1 that
+grow and shrink, so a row there is over the slots, not over the m examples.
+:class:`SlotRowCache` keeps one record per row: a separately allocated row
+(grown by realloc, so rows of many lengths share the budget), its valid
+length, and its key, a slot or (once the pattern has left the slots) its
+training index.  Lookups are O(1) through one map per key kind.  Rows are
+evicted least recently used first until the budget holds, except the two
+rows last pinned.  Computing entries, and following the slots when one is
+removed, is the owner's (:mod:`msvm._core._online`).
 """
 
 from cython.parallel cimport prange
 from libc.math cimport fabs
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport ddot, dgemm
 
 from msvm._core._kernel cimport (
-    LAPLACE, PRECOMPUTED, KernelSpec, dense_rows, kernel_values, sparse_rows, to_kernel,
+    LAPLACE, PRECOMPUTED, KernelSpec, dense_block, dense_rows, kernel_values, sparse_rows,
+    to_kernel,
 )
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["KernelCache", "KERNEL_NAMES"]
+__all__ = ["KernelCache", "SlotRowCache", "KERNEL_NAMES"]
 
 #: Kernel code -> name (same codes as ``msvm.kernels.KERNEL_CODES``).
 KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5: "precomputed"}
@@ -182,8 +202,8 @@ cdef class KernelCache:
         self._scratch = NULL
         self._slot_of_row = NULL
         self._row_of_slot = NULL
-        self._prev = NULL
-        self._next = NULL
+        self._lru.prev = NULL
+        self._lru.next = NULL
         self._sqnorm = NULL
         self._l1norm = NULL
         self._diag = NULL
@@ -198,8 +218,8 @@ cdef class KernelCache:
         free(self._scratch)
         free(self._slot_of_row)
         free(self._row_of_slot)
-        free(self._prev)
-        free(self._next)
+        free(self._lru.prev)
+        free(self._lru.next)
         free(self._sqnorm)
         free(self._l1norm)
         free(self._diag)
@@ -209,8 +229,8 @@ cdef class KernelCache:
         self._scratch = NULL
         self._slot_of_row = NULL
         self._row_of_slot = NULL
-        self._prev = NULL
-        self._next = NULL
+        self._lru.prev = NULL
+        self._lru.next = NULL
         self._sqnorm = NULL
         self._l1norm = NULL
         self._diag = NULL
@@ -306,12 +326,12 @@ cdef class KernelCache:
             self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
         self._slot_of_row = <Py_ssize_t*> _xmalloc(m * sizeof(Py_ssize_t))
         self._row_of_slot = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
-        self._prev = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
-        self._next = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
+        self._lru.prev = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
+        self._lru.next = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
         for i in range(m):
             self._slot_of_row[i] = -1
-        self._head = -1
-        self._tail = -1
+        self._lru.head = -1
+        self._lru.tail = -1
         self._n_used = 0
 
         self._spec = KernelSpec(kernel_code, gamma, degree, coef0)
@@ -369,9 +389,7 @@ cdef class KernelCache:
         slot = self._slot_of_row[i]
         if slot >= 0:
             self.n_hits += 1
-            if slot != self._head:
-                self._unlink(slot)
-                self._move_to_front(slot)
+            lru_touch(&self._lru, slot)
             if not self.float32:
                 return self._buffer + slot * m
             out = self._scratch + self._turn * m
@@ -415,6 +433,7 @@ cdef class KernelCache:
         cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, slot0, b
         cdef Py_ssize_t n_blocks = (m + ROW_BLOCK - 1) // ROW_BLOCK
         cdef double* G
+        cdef double* gsq
         if not self.can_prefetch():
             return 0
         if n > PREFETCH_MAX:
@@ -423,19 +442,21 @@ cdef class KernelCache:
             n = self.capacity - self._n_used
         if n <= 0:
             return 0
-        G = <double*> malloc(n * d * sizeof(double))
+        G = <double*> malloc(n * (d + 1) * sizeof(double))   # the rows, then their ‖x‖²
         if G == NULL:
             return 0
+        gsq = G + n * d
         slot0 = self._n_used
         for t in range(n):
             memcpy(G + t * d, &self._X[rows[t], 0], d * sizeof(double))
+            gsq[t] = self._sqnorm[rows[t]]
             self._take_slot(rows[t])      # never-used slots: slot0 + t
         if self.n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._prefetch_block(rows, n, G, slot0, b)
+                self._prefetch_block(rows, n, G, gsq, slot0, b)
         else:
             for b in range(n_blocks):
-                self._prefetch_block(rows, n, G, slot0, b)
+                self._prefetch_block(rows, n, G, gsq, slot0, b)
         free(G)
         for t in range(n):
             self._buffer[(slot0 + t) * m + rows[t]] = self._diag[rows[t]]
@@ -443,22 +464,13 @@ cdef class KernelCache:
         return n
 
     cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
-                              Py_ssize_t slot0, Py_ssize_t b) noexcept nogil:
+                              const double* gsq, Py_ssize_t slot0, Py_ssize_t b) noexcept nogil:
         """Columns [b·ROW_BLOCK, (b+1)·ROW_BLOCK) of the rows of :meth:`prefetch`."""
-        cdef Py_ssize_t m = self.n_samples, t
+        cdef Py_ssize_t m = self.n_samples
         cdef Py_ssize_t j0 = b * ROW_BLOCK, j1 = (b + 1) * ROW_BLOCK
-        cdef int n_cols, n_rows = <int> n, d = <int> self.n_features, ldc = <int> m
-        cdef double one = 1.0, zero = 0.0
-        cdef char ta = b'T', tb = b'N'
-        cdef double* out = self._buffer + slot0 * m
         if j1 > m:
             j1 = m
-        n_cols = <int> (j1 - j0)
-        # Column-major: the (n_cols × n) block at out + j0 (ldc = m) = X[j0:j1] · Gᵀ.
-        dgemm(&ta, &tb, &n_cols, &n_rows, &d, &one, <double*> &self._X[j0, 0], &d,
-              <double*> G, &d, &zero, out + j0, &ldc)
-        for t in range(n):
-            to_kernel(&self._spec, &self._rows, self._sqnorm[rows[t]], out + t * m, j0, j1)
+        dense_block(&self._spec, &self._rows, G, gsq, n, self._buffer + slot0 * m, m, j0, j1)
 
     # ----------------------------------------------------------- LRU list ops
 
@@ -469,35 +481,14 @@ cdef class KernelCache:
             slot = self._n_used
             self._n_used += 1
         else:
-            slot = self._tail
+            slot = self._lru.tail
             self._slot_of_row[self._row_of_slot[slot]] = -1
-            self._unlink(slot)
+            lru_unlink(&self._lru, slot)
         self.n_kernel_evaluations += self.n_samples
         self._row_of_slot[slot] = i
         self._slot_of_row[i] = slot
-        self._move_to_front(slot)
+        lru_push_front(&self._lru, slot)
         return slot
-
-    cdef void _unlink(self, Py_ssize_t slot) noexcept nogil:
-        cdef Py_ssize_t p = self._prev[slot], n = self._next[slot]
-        if p >= 0:
-            self._next[p] = n
-        else:
-            self._head = n
-        if n >= 0:
-            self._prev[n] = p
-        else:
-            self._tail = p
-
-    cdef void _move_to_front(self, Py_ssize_t slot) noexcept nogil:
-        """Link an unlinked slot at the head (most recently used)."""
-        self._prev[slot] = -1
-        self._next[slot] = self._head
-        if self._head >= 0:
-            self._prev[self._head] = slot
-        self._head = slot
-        if self._tail < 0:
-            self._tail = slot
 
     # -------------------------------------------------------- row computation
 
@@ -730,10 +721,10 @@ cdef class KernelCache:
         out = []
         if self._precomputed:
             return out
-        cdef Py_ssize_t s = self._head
+        cdef Py_ssize_t s = self._lru.head
         while s >= 0:
             out.append(self._row_of_slot[s])
-            s = self._next[s]
+            s = self._lru.next[s]
         return out
 
     @staticmethod
@@ -772,3 +763,220 @@ cdef class KernelCache:
 
     def __reduce__(self):
         raise TypeError("KernelCache cannot be pickled; rebuild it from the kernel instead.")
+
+
+cdef inline void* _grow(void* p, size_t n) noexcept nogil:
+    """realloc that leaves ``p`` intact (and returns NULL) when it fails."""
+    return realloc(p, n if n > 0 else 1)
+
+
+cdef class SlotRowCache:
+    """Kernel rows over a changing set of slots, LRU within a byte budget.
+
+    The online solver's rows are over its support patterns, held in slots
+    0 .. n − 1 whose number grows and shrinks; each row has its own length
+    and is filled and extended by its owner (see ``_kernel_cache.pxd`` for the
+    C API).  A row belongs to a slot (``BY_SLOT``) or, once its pattern has
+    left the slots, to the pattern's training index (``BY_INDEX``), so that a
+    later epoch finds it again.  Rows beyond ``budget`` bytes are evicted,
+    least recently used first, except the two rows last passed to ``pin``.
+
+    Parameters
+    ----------
+    budget_mb : float
+        Byte budget of the rows, in MB (2**20 bytes).
+    n_index : int
+        Number of training patterns whose rows may be kept by index (0: none).
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self.rows = NULL
+        self.length = NULL
+        self.room = NULL
+        self.kind = NULL
+        self.key = NULL
+        self.lru.prev = NULL
+        self.lru.next = NULL
+        self.of_slot = NULL
+        self.of_index = NULL
+
+    def __dealloc__(self):
+        cdef Py_ssize_t r
+        if self.rows != NULL:
+            for r in range(self.n_records):
+                free(self.rows[r])
+        free(self.rows)
+        free(self.length)
+        free(self.room)
+        free(self.kind)
+        free(self.key)
+        free(self.lru.prev)
+        free(self.lru.next)
+        free(self.of_slot)
+        free(self.of_index)
+
+    def __init__(self, double budget_mb, Py_ssize_t n_index=0):
+        cdef Py_ssize_t g
+        if not budget_mb > 0:
+            raise ValueError(f"budget_mb must be positive, got {budget_mb!r}.")
+        self.budget = <long long> (budget_mb * _BYTES_PER_MB)
+        self.lru.head = -1
+        self.lru.tail = -1
+        self.free_head = -1
+        self.pin1 = -1
+        self.pin2 = -1
+        self.n_index = n_index
+        if n_index > 0:
+            self.of_index = <Py_ssize_t*> _xmalloc(n_index * sizeof(Py_ssize_t))
+            for g in range(n_index):
+                self.of_index[g] = -1
+        if not self._reserve_records(16) or not self.reserve_slots(16):
+            raise MemoryError("SlotRowCache could not allocate its records.")
+
+    cdef bint _reserve_records(self, Py_ssize_t n) noexcept nogil:
+        """Room for n records; the new ones go on the free list."""
+        cdef Py_ssize_t c, r
+        if n <= self.n_records:
+            return True
+        c = self.n_records * 2
+        if c < n:
+            c = n
+        self.rows = <double**> _grow(self.rows, c * sizeof(double*))
+        self.length = <Py_ssize_t*> _grow(self.length, c * sizeof(Py_ssize_t))
+        self.room = <Py_ssize_t*> _grow(self.room, c * sizeof(Py_ssize_t))
+        self.kind = <int*> _grow(self.kind, c * sizeof(int))
+        self.key = <Py_ssize_t*> _grow(self.key, c * sizeof(Py_ssize_t))
+        self.lru.prev = <Py_ssize_t*> _grow(self.lru.prev, c * sizeof(Py_ssize_t))
+        self.lru.next = <Py_ssize_t*> _grow(self.lru.next, c * sizeof(Py_ssize_t))
+        if (self.rows == NULL or self.length == NULL or self.room == NULL or self.kind == NULL
+                or self.key == NULL or self.lru.prev == NULL or self.lru.next == NULL):
+            return False
+        for r in range(self.n_records, c):
+            self.rows[r] = NULL
+            self.length[r] = 0
+            self.room[r] = 0
+            self.kind[r] = -1
+            self.lru.next[r] = self.free_head   # free list through lru.next
+            self.free_head = r
+        self.n_records = c
+        return True
+
+    cdef bint reserve_slots(self, Py_ssize_t n) noexcept nogil:
+        """Keys for slots 0 .. n − 1 (call before a slot ≥ the current count is used)."""
+        cdef Py_ssize_t c, s
+        cdef Py_ssize_t* p
+        if n <= self.n_slots:
+            return True
+        c = self.n_slots * 2
+        if c < n:
+            c = n
+        p = <Py_ssize_t*> _grow(self.of_slot, c * sizeof(Py_ssize_t))
+        if p == NULL:
+            return False
+        for s in range(self.n_slots, c):
+            p[s] = -1
+        self.of_slot = p
+        self.n_slots = c
+        return True
+
+    cdef Py_ssize_t* _map(self, int kind, Py_ssize_t key) noexcept nogil:
+        return self.of_slot + key if kind == BY_SLOT else self.of_index + key
+
+    cdef Py_ssize_t record(self, int kind, Py_ssize_t key) noexcept nogil:
+        """The record of a key, or -1."""
+        return self._map(kind, key)[0]
+
+    cdef Py_ssize_t find_or_add(self, int kind, Py_ssize_t key) noexcept nogil:
+        """The record of a key, made the most recently used; a new empty one if absent.
+
+        -1 when a new record cannot be allocated.
+        """
+        cdef Py_ssize_t r = self._map(kind, key)[0]
+        if r >= 0:
+            lru_touch(&self.lru, r)
+            return r
+        if self.free_head < 0 and not self._reserve_records(self.n_records * 2):
+            return -1
+        r = self.free_head
+        self.free_head = self.lru.next[r]
+        self.rows[r] = NULL
+        self.length[r] = 0
+        self.room[r] = 0
+        self.kind[r] = kind
+        self.key[r] = key
+        self._map(kind, key)[0] = r
+        lru_push_front(&self.lru, r)
+        self.n_rows += 1
+        return r
+
+    cdef double* reserve(self, Py_ssize_t r, Py_ssize_t n) noexcept nogil:
+        """Record r's row with room for n entries (its valid entries kept), or NULL."""
+        cdef Py_ssize_t c
+        cdef double* p
+        if n <= self.room[r]:
+            return self.rows[r]
+        c = n + n // 8 + 16
+        p = <double*> _grow(self.rows[r], c * sizeof(double))
+        if p == NULL:
+            return NULL
+        self.rows[r] = p
+        self.used_bytes += (c - self.room[r]) * <long long> sizeof(double)
+        self.room[r] = c
+        if self.used_bytes > self.peak_bytes:
+            self.peak_bytes = self.used_bytes
+        return p
+
+    cdef void rekey(self, Py_ssize_t r, int kind, Py_ssize_t key) noexcept nogil:
+        """Record r now belongs to another key (whose record, if any, is forgotten)."""
+        cdef Py_ssize_t* old = self._map(self.kind[r], self.key[r])
+        if old[0] == r:
+            old[0] = -1
+        self.kind[r] = kind
+        self.key[r] = key
+        self._map(kind, key)[0] = r
+
+    cdef void pin(self, Py_ssize_t r) noexcept nogil:
+        """Keep r, and the row pinned before it, out of eviction."""
+        if self.pin1 != r:
+            self.pin2 = self.pin1
+            self.pin1 = r
+
+    cdef void drop(self, Py_ssize_t r) noexcept nogil:
+        """Free record r and forget its key."""
+        cdef Py_ssize_t* m = self._map(self.kind[r], self.key[r])
+        if m[0] == r:
+            m[0] = -1
+        lru_unlink(&self.lru, r)
+        free(self.rows[r])
+        self.used_bytes -= self.room[r] * <long long> sizeof(double)
+        self.rows[r] = NULL
+        self.length[r] = 0
+        self.room[r] = 0
+        self.kind[r] = -1
+        self.lru.next[r] = self.free_head
+        self.free_head = r
+        self.n_rows -= 1
+        if self.pin1 == r:
+            self.pin1 = -1
+        if self.pin2 == r:
+            self.pin2 = -1
+
+    cdef void evict(self) noexcept nogil:
+        """Drop least recently used rows until the budget holds (pinned rows are kept)."""
+        cdef Py_ssize_t r = self.lru.tail, prev
+        while self.used_bytes > self.budget and r >= 0:
+            prev = self.lru.prev[r]
+            if r != self.pin1 and r != self.pin2:
+                self.drop(r)
+            r = prev
+
+    def as_dict(self):
+        """Every cached row, keyed ``("slot", s)`` or ``("index", g)`` (tests and debugging)."""
+        cdef Py_ssize_t r = self.lru.head, n
+        out = {}
+        while r >= 0:
+            n = self.length[r]
+            out[("slot" if self.kind[r] == BY_SLOT else "index", int(self.key[r]))] = (
+                np.array(<double[:n]> self.rows[r]) if n else np.zeros(0))
+            r = self.lru.next[r]
+        return out

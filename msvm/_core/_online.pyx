@@ -90,22 +90,22 @@ per gain evaluated; ``kcost`` is set by the Python layer.
 
 Kernel rows
 -----------
-Rows are over the support-pattern slots (length n_sp, not m), kept in an
-LRU cache of variable-length rows bounded by ``budget`` bytes.  A row is
-keyed by the slot of its pattern or, in a ``fit``, by the global index of a
-pattern that is not a support pattern (so a later epoch reuses it).  A row
+Rows are over the support-pattern slots (length n_sp, not m), kept in the
+:class:`~msvm._core._kernel_cache.SlotRowCache` (variable-length rows, LRU
+within ``budget`` bytes, the two rows last used never evicted, so two row
+pointers are valid together).  A row is keyed by the slot of its pattern or,
+in a ``fit``, by the training index of a pattern that left the slots (so a
+later epoch reuses it).  What is online about the rows stays here: a row
 shorter than n_sp is completed on demand (only the missing entries are
-evaluated).  Removing slot t (the last slot L moves into it) permutes every
-cached row the same way: entry t ← entry L, length clipped.  The two most
-recently returned rows are never evicted, so two row pointers are valid
-together (as with :mod:`msvm._core._kernel_cache`).  A row that falls short
-when a slot is removed gets the one missing entry computed (a support
-pattern's row) instead of losing its tail.  Dense rows of the next PREFETCH
-stream patterns are computed together, one dgemm reading the support
-patterns' features once instead of one dgemv per pattern, into a buffer
-beside the cache that is kept in slot order the same way (``_prefetch``).
-Kernel evaluations are counted one per entry computed (none for a
-precomputed Gram matrix).
+evaluated, by :mod:`msvm._core._kernel`); when slot t is removed (the last
+slot L moves into it) every cached row follows, entry t ← entry L, length
+clipped, and a short row of a support pattern gets the one missing entry
+computed instead of losing its tail (``_follow_move``).  Dense rows of the
+next PREFETCH stream patterns are computed together (one dgemm reading the
+support patterns' features once, ``dense_block``) into a buffer beside the
+cache that follows the slots the same way (``_prefetch``).  Kernel
+evaluations are counted one per entry computed (none for a precomputed Gram
+matrix).
 
 Memory
 ------
@@ -123,17 +123,18 @@ cimport cython
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove, memset
-from scipy.linalg.cython_blas cimport dgemm, dgemv
+from scipy.linalg.cython_blas cimport dgemv
 
 from msvm._core._kernel cimport (
     LAPLACE,
     KernelSpec,
     RowSource,
+    dense_block,
     dense_rows,
     kernel_values,
     sparse_rows,
-    to_kernel,
 )
+from msvm._core._kernel_cache cimport BY_INDEX, BY_SLOT, SlotRowCache
 from msvm._core._steps cimport (
     LazyControl,
     _cold_below,
@@ -183,13 +184,10 @@ cdef double BLOCK_FRACTION = 0.1
 
 # Prefetch (see OnlineState._prefetch): rows of up to PREFETCH upcoming stream
 # patterns in one dgemm, once there are PREFETCH_MIN support patterns.
-cdef Py_ssize_t PREFETCH = 16
-cdef Py_ssize_t PREFETCH_MIN = 64
-
-# Cache record keys.
 cdef enum:
-    KEY_SLOT = 0
-    KEY_GID = 1
+    PREFETCH_ROWS = 16
+cdef Py_ssize_t PREFETCH = PREFETCH_ROWS
+cdef Py_ssize_t PREFETCH_MIN = 64
 
 #: Names of the step types, in the order of the counters.
 STEP_NAMES = ("two_news", "two_old", "two_old_supports")
@@ -341,7 +339,6 @@ cdef class OnlineState:
     cdef int* bssv
     cdef int* ppsv
     cdef int* pqsv
-    cdef Py_ssize_t* srec
     # features: dense rows, or CSR pool
     cdef double* Xs
     cdef Py_ssize_t* st
@@ -351,23 +348,12 @@ cdef class OnlineState:
     cdef Py_ssize_t pool_cap, pool_used, pool_live
     cdef double* work        # dense scatter of a sparse query (d)
 
-    # ---- fit mode: slot and cached row of every training pattern
+    # ---- fit mode: slot of every training pattern
     cdef Py_ssize_t n_gid
     cdef Py_ssize_t* gid_slot
-    cdef Py_ssize_t* gid_rec
 
-    # ---- kernel-row cache
-    cdef double** rptr
-    cdef Py_ssize_t* rlen
-    cdef Py_ssize_t* rcap
-    cdef int* rkind
-    cdef Py_ssize_t* rkey
-    cdef Py_ssize_t* rprev
-    cdef Py_ssize_t* rnext
-    cdef Py_ssize_t rec_cap, rec_free, rhead, rtail, pin1, pin2
-    cdef readonly Py_ssize_t n_rows
-    cdef readonly long long used_bytes, budget, peak_bytes
-    cdef readonly long long n_row_hits, n_row_misses
+    # ---- kernel rows over the slots (keyed by slot, or by training index in a fit)
+    cdef readonly SlotRowCache rows
 
     # ---- current batch (set by set_batch)
     cdef const double[:, ::1] bX
@@ -421,7 +407,6 @@ cdef class OnlineState:
         self.bssv = NULL
         self.ppsv = NULL
         self.pqsv = NULL
-        self.srec = NULL
         self.Xs = NULL
         self.st = NULL
         self.nz = NULL
@@ -429,14 +414,6 @@ cdef class OnlineState:
         self.pidx = NULL
         self.work = NULL
         self.gid_slot = NULL
-        self.gid_rec = NULL
-        self.rptr = NULL
-        self.rlen = NULL
-        self.rcap = NULL
-        self.rkind = NULL
-        self.rkey = NULL
-        self.rprev = NULL
-        self.rnext = NULL
         self.Fq = NULL
         self.nact = NULL
         self.alist = NULL
@@ -460,17 +437,6 @@ cdef class OnlineState:
         self.pf_out = NULL
 
     def __dealloc__(self):
-        cdef Py_ssize_t r
-        if self.rptr != NULL:
-            for r in range(self.rec_cap):
-                free(self.rptr[r])
-        free(self.rptr)
-        free(self.rlen)
-        free(self.rcap)
-        free(self.rkind)
-        free(self.rkey)
-        free(self.rprev)
-        free(self.rnext)
         free(self.A)
         free(self.G)
         free(self.B)
@@ -489,7 +455,6 @@ cdef class OnlineState:
         free(self.bssv)
         free(self.ppsv)
         free(self.pqsv)
-        free(self.srec)
         free(self.Xs)
         free(self.st)
         free(self.nz)
@@ -497,7 +462,6 @@ cdef class OnlineState:
         free(self.pidx)
         free(self.work)
         free(self.gid_slot)
-        free(self.gid_rec)
         free(self.Fq)
         free(self.nact)
         free(self.alist)
@@ -559,7 +523,6 @@ cdef class OnlineState:
         self.strategy = strategy
         self.eps_zero = 1e-14 * (C if C < INFINITY else 1.0)
         self.eps_cap = 1e-12 * C
-        self.budget = <long long> (budget_mb * 1048576.0)
         self.rng = seed if seed != 0 else 0x9E3779B97F4A7C15ULL
         self.kcost = kcost
         self.beta = beta
@@ -571,12 +534,8 @@ cdef class OnlineState:
             self.natomic_type[g] = 0
             self.time_type[g] = 0.0
             self.work_type[g] = 0.0
-        self.rhead = -1
-        self.rtail = -1
-        self.rec_free = -1
-        self.pin1 = -1
-        self.pin2 = -1
         self.n_gid = n_gid
+        self.rows = SlotRowCache(budget_mb, n_gid)
         self.Fq = <double*> malloc(self.Q * sizeof(double))
         self.nact = <int*> malloc(self.Q * sizeof(int))
         self.alist = <int*> malloc(self.QP * sizeof(int))
@@ -591,12 +550,10 @@ cdef class OnlineState:
                     self.nact[g] += 1
         if n_gid > 0:
             self.gid_slot = <Py_ssize_t*> malloc(n_gid * sizeof(Py_ssize_t))
-            self.gid_rec = <Py_ssize_t*> malloc(n_gid * sizeof(Py_ssize_t))
-            if self.gid_slot == NULL or self.gid_rec == NULL:
+            if self.gid_slot == NULL:
                 raise MemoryError()
             for g in range(n_gid):
                 self.gid_slot[g] = -1
-                self.gid_rec[g] = -1
         self.centred = centred
         self.nzc = <int*> malloc(self.QP * sizeof(int))
         self.nzcol = <int*> malloc(self.QP * self.Q * sizeof(int))
@@ -651,7 +608,7 @@ cdef class OnlineState:
             if self.work == NULL:
                 raise MemoryError()
             memset(self.work, 0, max(self.d, 1) * sizeof(double))
-        if not self._reserve(16) or not self._reserve_records(16):
+        if not self._reserve(16):
             raise MemoryError()
 
     # ================================================================ memory
@@ -695,7 +652,6 @@ cdef class OnlineState:
         self.bssv = <int*> _grow(self.bssv, c * sizeof(int))
         self.ppsv = <int*> _grow(self.ppsv, c * sizeof(int))
         self.pqsv = <int*> _grow(self.pqsv, c * sizeof(int))
-        self.srec = <Py_ssize_t*> _grow(self.srec, c * sizeof(Py_ssize_t))
         if self.layout == DENSE:
             self.Xs = <double*> _grow(self.Xs, c * d * sizeof(double))
         elif self.layout == SPARSE:
@@ -706,40 +662,12 @@ cdef class OnlineState:
                 or self.wt == NULL
                 or self.l1 == NULL or self.viol == NULL or self.vsv == NULL or self.bs == NULL
                 or self.pp == NULL or self.pq == NULL or self.bssv == NULL or self.ppsv == NULL
-                or self.pqsv == NULL or self.srec == NULL
+                or self.pqsv == NULL or not self.rows.reserve_slots(c)
                 or (self.layout == DENSE and d > 0 and self.Xs == NULL)
                 or (self.layout == SPARSE and (self.st == NULL or self.nz == NULL))):
             self.oom = True
             return False
         self.cap = c
-        return True
-
-    cdef bint _reserve_records(self, Py_ssize_t n) noexcept nogil:
-        cdef Py_ssize_t c, r
-        if n <= self.rec_cap:
-            return True
-        c = self.rec_cap * 2
-        if c < n:
-            c = n
-        self.rptr = <double**> _grow(self.rptr, c * sizeof(double*))
-        self.rlen = <Py_ssize_t*> _grow(self.rlen, c * sizeof(Py_ssize_t))
-        self.rcap = <Py_ssize_t*> _grow(self.rcap, c * sizeof(Py_ssize_t))
-        self.rkind = <int*> _grow(self.rkind, c * sizeof(int))
-        self.rkey = <Py_ssize_t*> _grow(self.rkey, c * sizeof(Py_ssize_t))
-        self.rprev = <Py_ssize_t*> _grow(self.rprev, c * sizeof(Py_ssize_t))
-        self.rnext = <Py_ssize_t*> _grow(self.rnext, c * sizeof(Py_ssize_t))
-        if (self.rptr == NULL or self.rlen == NULL or self.rcap == NULL or self.rkind == NULL
-                or self.rkey == NULL or self.rprev == NULL or self.rnext == NULL):
-            self.oom = True
-            return False
-        for r in range(self.rec_cap, c):
-            self.rptr[r] = NULL
-            self.rlen[r] = 0
-            self.rcap[r] = 0
-            self.rkind[r] = -1
-            self.rnext[r] = self.rec_free   # free list through rnext
-            self.rec_free = r
-        self.rec_cap = c
         return True
 
     cdef bint _reserve_pool(self, Py_ssize_t n) noexcept nogil:
@@ -866,12 +794,10 @@ cdef class OnlineState:
         cache, kept in slot order as patterns come and go (:meth:`_remove`);
         :meth:`_insert` takes a pattern's row from it and completes it.
         """
-        cdef Py_ssize_t n = self.n_sp, d = self.d, u, b, g, nb = 0, j, c
+        cdef Py_ssize_t n = self.n_sp, d = self.d, u, b, g, nb = 0, c
         cdef KernelSpec spec = KernelSpec(self.kcode, self.kgamma, self.kdegree, self.kcoef0)
         cdef RowSource rows = dense_rows(self.Xs, d, self.sq)
-        cdef int m_, n_, k_
-        cdef double one = 1.0, zero = 0.0
-        cdef char tr = b'T', nt = b'N'
+        cdef double qsq[PREFETCH_ROWS]
         cdef double* p
         self.pf_n = 0
         if self.layout != DENSE or self.kcode == LAPLACE or d == 0 or n < PREFETCH_MIN:
@@ -882,9 +808,10 @@ cdef class OnlineState:
             b = self.order[u]
             if self.n_gid > 0:
                 g = self.bgid[b]
-                if self.gid_slot[g] >= 0 or self.gid_rec[g] >= 0:
+                if self.gid_slot[g] >= 0 or self.rows.record(BY_INDEX, g) >= 0:
                     continue
             self.pf_pos[nb] = b
+            qsq[nb] = self.bsq[b]
             memcpy(self.pf_q + nb * d, &self.bX[b, 0], d * sizeof(double))
             nb += 1
         if nb < 2:
@@ -896,15 +823,9 @@ cdef class OnlineState:
                 return
             self.pf_out = p
             self.pf_cap = c
-        # pf_out (column-major n × nb) = Xsᵀ (n × d) · queries (d × nb).
-        m_ = <int> n
-        n_ = <int> nb
-        k_ = <int> d
-        dgemm(&tr, &nt, &m_, &n_, &k_, &one, self.Xs, &k_, self.pf_q, &k_, &zero, self.pf_out,
-              &m_)
-        for j in range(nb):
-            to_kernel(&spec, &rows, self.bsq[self.pf_pos[j]], self.pf_out + j * n, 0, n)
-            self.pf_len[j] = n
+        dense_block(&spec, &rows, self.pf_q, qsq, nb, self.pf_out, n, 0, n)
+        for u in range(nb):
+            self.pf_len[u] = n
         self.pf_n = nb
         self.pf_ld = n
         self.n_kernel_evaluations += nb * n
@@ -920,142 +841,47 @@ cdef class OnlineState:
 
     cdef void _take_prefetched(self, Py_ssize_t j, Py_ssize_t t) noexcept nogil:
         """Buffered row j becomes the (short) cached row of the new slot t."""
-        cdef Py_ssize_t r = self._new_record(KEY_SLOT, t)
+        cdef Py_ssize_t r = self.rows.find_or_add(BY_SLOT, t)
+        cdef double* row
         self.pf_pos[j] = -1
         if r < 0:
-            self.oom = False   # not fatal: _row computes the row
+            return   # not fatal: _row computes the row
+        row = self.rows.reserve(r, t + 1)
+        if row == NULL:
+            self.rows.drop(r)
             return
-        if not self._row_capacity(r, t + 1):
-            self.oom = False
-            self._drop_record(r)
-            return
-        memcpy(self.rptr[r], self.pf_out + j * self.pf_ld, self.pf_len[j] * sizeof(double))
-        self.rlen[r] = self.pf_len[j]
-        self.srec[t] = r
+        memcpy(row, self.pf_out + j * self.pf_ld, self.pf_len[j] * sizeof(double))
+        self.rows.length[r] = self.pf_len[j]
 
-    # ================================================================ cache
-    cdef inline void _unlink(self, Py_ssize_t r) noexcept nogil:
-        cdef Py_ssize_t p = self.rprev[r], n = self.rnext[r]
-        if p >= 0:
-            self.rnext[p] = n
-        else:
-            self.rhead = n
-        if n >= 0:
-            self.rprev[n] = p
-        else:
-            self.rtail = p
-
-    cdef inline void _push_front(self, Py_ssize_t r) noexcept nogil:
-        self.rprev[r] = -1
-        self.rnext[r] = self.rhead
-        if self.rhead >= 0:
-            self.rprev[self.rhead] = r
-        self.rhead = r
-        if self.rtail < 0:
-            self.rtail = r
-
-    cdef inline void _touch(self, Py_ssize_t r) noexcept nogil:
-        if r != self.rhead:
-            self._unlink(r)
-            self._push_front(r)
-
-    cdef Py_ssize_t _new_record(self, int kind, Py_ssize_t key) noexcept nogil:
-        cdef Py_ssize_t r
-        if self.rec_free < 0 and not self._reserve_records(self.rec_cap * 2):
-            return -1
-        r = self.rec_free
-        self.rec_free = self.rnext[r]
-        self.rptr[r] = NULL
-        self.rlen[r] = 0
-        self.rcap[r] = 0
-        self.rkind[r] = kind
-        self.rkey[r] = key
-        self._push_front(r)
-        self.n_rows += 1
-        return r
-
-    cdef void _drop_record(self, Py_ssize_t r) noexcept nogil:
-        """Free a record and forget its key."""
-        if self.rkind[r] == KEY_SLOT:
-            self.srec[self.rkey[r]] = -1
-        elif self.rkind[r] == KEY_GID:
-            self.gid_rec[self.rkey[r]] = -1
-        self._unlink(r)
-        free(self.rptr[r])
-        self.used_bytes -= self.rcap[r] * <long long> sizeof(double)
-        self.rptr[r] = NULL
-        self.rlen[r] = 0
-        self.rcap[r] = 0
-        self.rkind[r] = -1
-        self.rnext[r] = self.rec_free
-        self.rec_free = r
-        self.n_rows -= 1
-        if self.pin1 == r:
-            self.pin1 = -1
-        if self.pin2 == r:
-            self.pin2 = -1
-
-    cdef bint _row_capacity(self, Py_ssize_t r, Py_ssize_t n) noexcept nogil:
-        cdef Py_ssize_t c
-        cdef double* p
-        if n <= self.rcap[r]:
-            return True
-        c = n + n // 8 + 16
-        p = <double*> _grow(self.rptr[r], c * sizeof(double))
-        if p == NULL:
-            self.oom = True
-            return False
-        self.rptr[r] = p
-        self.used_bytes += (c - self.rcap[r]) * <long long> sizeof(double)
-        self.rcap[r] = c
-        if self.used_bytes > self.peak_bytes:
-            self.peak_bytes = self.used_bytes
-        return True
-
-    cdef void _evict(self) noexcept nogil:
-        """Drop least recently used rows until the budget holds (pinned rows are kept)."""
-        cdef Py_ssize_t r = self.rtail, prev
-        while self.used_bytes > self.budget and r >= 0:
-            prev = self.rprev[r]
-            if r != self.pin1 and r != self.pin2:
-                self._drop_record(r)
-            r = prev
-
+    # ================================================================ rows
     cdef double* _row(self, Py_ssize_t s) noexcept nogil:
         """Kernel row of slot s over the slots 0 .. n_sp-1 (raw k, no shift).
 
         The returned pointer and the one returned by the previous call stay
         valid until the next call.  NULL when out of memory.
         """
-        cdef Py_ssize_t r = self.srec[s], n = self.n_sp, lo
+        cdef Py_ssize_t r = self.rows.find_or_add(BY_SLOT, s), n = self.n_sp, lo
         cdef double* row
         if r < 0:
-            r = self._new_record(KEY_SLOT, s)
-            if r < 0:
+            return NULL
+        if self.rows.length[r] < n:
+            self.rows.n_misses += 1
+            row = self.rows.reserve(r, n)
+            if row == NULL:
                 return NULL
-            self.srec[s] = r
-        else:
-            self._touch(r)
-        if self.rlen[r] < n:
-            self.n_row_misses += 1
-            if not self._row_capacity(r, n):
-                return NULL
-            row = self.rptr[r]
-            lo = self.rlen[r]
+            lo = self.rows.length[r]
             if s >= lo:
                 self._kernel_fill(0, s, row, lo, s)
                 row[s] = self.kd[s]
                 self._kernel_fill(0, s, row, s + 1, n)
             else:
                 self._kernel_fill(0, s, row, lo, n)
-            self.rlen[r] = n
+            self.rows.length[r] = n
         else:
-            self.n_row_hits += 1
-        if self.pin1 != r:
-            self.pin2 = self.pin1
-            self.pin1 = r
-        self._evict()
-        return self.rptr[r]
+            self.rows.n_hits += 1
+        self.rows.pin(r)
+        self.rows.evict()
+        return self.rows.rows[r]
 
     # ================================================================ slots
     cdef inline void _scan(self, Py_ssize_t e) noexcept nogil:
@@ -1331,17 +1157,13 @@ cdef class OnlineState:
         memset(self.A + t * P, 0, P * sizeof(double))
         memset(self.B + t * Q, 0, Q * sizeof(double))
         memset(self.GS + t * self.R, 0, self.R * sizeof(double))
-        self.srec[t] = -1
         if self.n_gid > 0:
             self.gid_slot[g] = t
-            r = self.gid_rec[g]
+            r = self.rows.record(BY_INDEX, g)
             if r >= 0:
                 # Its row from an earlier epoch (slot order, maybe short).
-                self.gid_rec[g] = -1
-                self.rkind[r] = KEY_SLOT
-                self.rkey[r] = t
-                self.srec[t] = r
-        if self.srec[t] < 0:
+                self.rows.rekey(r, BY_SLOT, t)
+        if self.rows.record(BY_SLOT, t) < 0:
             k = self._prefetched(b)
             if k >= 0:
                 self._take_prefetched(k, t)
@@ -1381,21 +1203,20 @@ cdef class OnlineState:
 
     cdef void _confirm(self, Py_ssize_t t) noexcept nogil:
         """Slot t (the last) stays: its row extends every complete cached row by one entry."""
-        cdef Py_ssize_t s, r, rt = self.srec[t]
+        cdef Py_ssize_t s, r, rt = self.rows.record(BY_SLOT, t)
         cdef double* row
         self.n_inserted += 1
         if rt < 0:
             return
         for s in range(t):
-            r = self.srec[s]
-            if r >= 0 and self.rlen[r] == t:
-                if not self._row_capacity(r, t + 1):
-                    self.oom = False   # not fatal: the row just stays short
-                    continue
-                row = self.rptr[rt]
-                self.rptr[r][t] = row[s]
-                self.rlen[r] = t + 1
-        self._evict()
+            r = self.rows.record(BY_SLOT, s)
+            if r >= 0 and self.rows.length[r] == t:
+                row = self.rows.reserve(r, t + 1)
+                if row == NULL:
+                    continue   # not fatal: the row just stays short
+                row[t] = self.rows.rows[rt][s]
+                self.rows.length[r] = t + 1
+        self.rows.evict()
 
     cdef void _follow_move(self, double* row, Py_ssize_t* n, Py_ssize_t t, Py_ssize_t L,
                            int qkind, Py_ssize_t q) noexcept nogil:
@@ -1421,15 +1242,12 @@ cdef class OnlineState:
         """Slot t leaves (α row zero); the last slot moves into it."""
         cdef Py_ssize_t L = self.n_sp - 1, r, nxt, j, g = self.gid[t], P = self.P, Q = self.Q
         # The leaving pattern's row: keyed by its index in a fit, dropped in a stream.
-        r = self.srec[t]
+        r = self.rows.record(BY_SLOT, t)
         if r >= 0:
             if self.n_gid > 0:
-                self.rkind[r] = KEY_GID
-                self.rkey[r] = g
-                self.gid_rec[g] = r
+                self.rows.rekey(r, BY_INDEX, g)
             else:
-                self._drop_record(r)
-            self.srec[t] = -1
+                self.rows.drop(r)
         if self.n_gid > 0:
             self.gid_slot[g] = -1
         if self.layout == SPARSE:
@@ -1463,19 +1281,18 @@ cdef class OnlineState:
             elif self.layout == SPARSE:
                 self.st[t] = self.st[L]
                 self.nz[t] = self.nz[L]
-            self.srec[t] = self.srec[L]
-            if self.srec[t] >= 0:
-                self.rkey[self.srec[t]] = t
-            self.srec[L] = -1
+            r = self.rows.record(BY_SLOT, L)
+            if r >= 0:
+                self.rows.rekey(r, BY_SLOT, t)
             if self.n_gid > 0:
                 self.gid_slot[self.gid[t]] = t
         # Every cached and prefetched row follows the move.  A row kept by a pattern's
         # index (not a support pattern) is cut instead: its features may be gone.
-        r = self.rhead
+        r = self.rows.lru.head
         while r >= 0:
-            nxt = self.rnext[r]
-            self._follow_move(self.rptr[r], &self.rlen[r], t, L,
-                              0 if self.rkind[r] == KEY_SLOT else -1, self.rkey[r])
+            nxt = self.rows.lru.next[r]
+            self._follow_move(self.rows.rows[r], &self.rows.length[r], t, L,
+                              0 if self.rows.kind[r] == BY_SLOT else -1, self.rows.key[r])
             r = nxt
         for j in range(self.pf_n):
             if self.pf_pos[j] >= 0:
@@ -1591,7 +1408,7 @@ cdef class OnlineState:
             Kk = self._row(k)
             if Kk == NULL:
                 return -1
-            Ki = self.rptr[self.srec[i]]   # still valid (pinned)
+            Ki = self.rows.rows[self.rows.record(BY_SLOT, i)]   # still valid (pinned)
             b1 = k
         self._start_deltas(i, b1, Ki)
         self.vlead = v1
@@ -2011,7 +1828,7 @@ cdef class OnlineState:
         cdef Py_ssize_t t = -1, g = self.bgid[b]
         cdef bint fresh = True
         cdef int res
-        if (self.n_gid == 0 or (self.gid_slot[g] < 0 and self.gid_rec[g] < 0)) \
+        if (self.n_gid == 0 or (self.gid_slot[g] < 0 and self.rows.record(BY_INDEX, g) < 0)) \
                 and self._prefetched(b) < 0:
             self._prefetch()
         if self.n_gid > 0 and self.gid_slot[g] >= 0:
@@ -2267,12 +2084,12 @@ cdef class OnlineState:
             "n_cold_rescans": int(self.n_cold_rescans),
             "n_kernel_evaluations": int(self.n_kernel_evaluations),
             "work_units": float(self.work_units),
-            "cache_rows": int(self.n_rows),
-            "cache_bytes": int(self.used_bytes),
-            "cache_peak_bytes": int(self.peak_bytes),
-            "cache_budget_bytes": int(self.budget),
-            "row_hits": int(self.n_row_hits),
-            "row_misses": int(self.n_row_misses),
+            "cache_rows": int(self.rows.n_rows),
+            "cache_bytes": int(self.rows.used_bytes),
+            "cache_peak_bytes": int(self.rows.peak_bytes),
+            "cache_budget_bytes": int(self.rows.budget),
+            "row_hits": int(self.rows.n_hits),
+            "row_misses": int(self.rows.n_misses),
         }
 
     def export(self):
@@ -2325,7 +2142,6 @@ cdef class OnlineState:
             self.wt[s] = float(state["wt"][s]) if "wt" in state else 1.0
             self.sq[s] = float(state["sq"][s])
             self.l1[s] = float(state["l1"][s])
-            self.srec[s] = -1
             for k in range(P):
                 self.A[s * P + k] = alpha[s, k]
                 if not self.fast:
@@ -2369,17 +2185,6 @@ cdef class OnlineState:
         self.work_units = state["work_units"]
         (self.n_inserted, self.n_removed, self.n_new_skipped,
          self.n_finish_steps) = state["counters"]
-
-    def _debug_rows(self):
-        """Cached rows as {(kind, key): array} (tests)."""
-        out = {}
-        r = self.rhead
-        while r >= 0:
-            n = self.rlen[r]
-            out[("slot" if self.rkind[r] == KEY_SLOT else "gid", int(self.rkey[r]))] = (
-                np.array(<double[:n]> self.rptr[r]) if n else np.zeros(0))
-            r = self.rnext[r]
-        return out
 
     def __reduce__(self):
         raise TypeError("OnlineState cannot be pickled directly; use export()/restore().")
