@@ -138,13 +138,16 @@ from msvm._core._kernel_cache cimport BY_INDEX, BY_SLOT, SlotRowCache
 from msvm._core._steps cimport (
     LazyControl,
     _cold_below,
+    _extremes,
     _gain,
     _lazy_enable,
     _lazy_tick,
     _now,
+    _sigma_of,
     _solve_2d,
     _track_max,
     _track_min,
+    mask_t,
 )
 
 import numpy as np
@@ -953,17 +956,14 @@ cdef class OnlineState:
 
     cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.lab[e], Q = self.Q
-        cdef int k
-        cdef double v = 0.0
-        cdef const double* Fe = self.F + e * Q
-        for k in range(self.ucnt[y]):
-            v += self.uval[y * Q + k] * Fe[self.ucol[y * Q + k]]
-        if self.centred:
-            v -= self.kap[y] * self.S[e]
-        self.ext[e].sig = v
+        self.ext[e].sig = _sigma_of(self.F + e * Q, self.ucnt[y], self.ucol + y * Q,
+                                    self.uval + y * Q,
+                                    self.kap[y] * self.S[e] if self.centred else 0.0)
 
     cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
-        """σ and the exact extremes of h_e· = −F_e· − γ (fast path), then the violations."""
+        """σ and the exact extremes of h_e· = −F_e· − γ (fast path), then the violations.
+
+        The extremes over all variables, then over the support vectors (α > 0)."""
         cdef Py_ssize_t y = self.lab[e], P = self.P
         cdef const int* al = self.alist + y * P
         cdef const int* sl = self.pslk + y * P
@@ -971,47 +971,27 @@ cdef class OnlineState:
         cdef const double* Ae = self.A + e * P
         cdef const double* GSe = self.GS + e * self.R
         cdef const double* gm = &self.gam[y, 0]
-        cdef int na = self.nact[y], k, s, r
-        cdef int au = -1, ad = -1, aa = -1, ausv = -1, aasv = -1
-        cdef double h, lim = (self.C - self.eps_cap) * self.wt[e]
-        cdef double hu = INFINITY, hd = -INFINITY, ha = INFINITY, husv = INFINITY, hasv = INFINITY
-        cdef bint canup
-        if self.ext[e].cold:
+        cdef Ext* x = &self.ext[e]
+        cdef int k, s, r, adn
+        cdef double hdn, lim = (self.C - self.eps_cap) * self.wt[e]
+        cdef mask_t act = 0, up = 0, pos = 0, bit
+        if x.cold:
             self.n_cold_rescans += 1
         self._sigma(e)
-        for k in range(na):
+        for k in range(self.nact[y]):
             s = al[k]
-            h = -Fe[s] - gm[s]
+            bit = (<mask_t>1) << s
+            act |= bit
             r = sl[s]
-            canup = r < 0 or GSe[r] < lim
-            if canup and h < hu:
-                hu = h
-                au = s
-            if h < ha:
-                ha = h
-                aa = s
+            if r < 0 or GSe[r] < lim:
+                up |= bit
             if Ae[s] > 0:
-                if h > hd:
-                    hd = h
-                    ad = s
-                if canup and h < husv:
-                    husv = h
-                    ausv = s
-                if h < hasv:
-                    hasv = h
-                    aasv = s
-        self.ext[e].hup = hu
-        self.ext[e].aup = au
-        self.ext[e].hdn = hd
-        self.ext[e].adn = ad
-        self.ext[e].hall = ha
-        self.ext[e].aall = aa
-        self.ext[e].hupsv = husv
-        self.ext[e].aupsv = ausv
-        self.ext[e].hallsv = hasv
-        self.ext[e].aallsv = aasv
-        self.ext[e].stale = 0
-        self.ext[e].cold = 0
+                pos |= bit
+        _extremes(Fe, gm, P, act, up, pos, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall, &x.aall)
+        _extremes(Fe, gm, P, act & pos, up & pos, pos, &x.hupsv, &x.aupsv, &hdn, &adn,
+                  &x.hallsv, &x.aallsv)
+        x.stale = 0
+        x.cold = 0
         self._fviol(e)
 
     cdef inline void _fviol(self, Py_ssize_t e) noexcept nogil:

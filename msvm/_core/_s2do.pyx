@@ -190,13 +190,16 @@ from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
 from msvm._core._steps cimport (
     LazyControl,
     _cold_below,
+    _extremes,
     _gain,
     _lazy_enable,
     _lazy_tick,
     _now,
+    _sigma_of,
     _solve_2d,
     _track_max,
     _track_min,
+    mask_t,
 )
 
 import numpy as np
@@ -261,7 +264,6 @@ cdef enum:
     TIME_UP = 2
 
 
-ctypedef unsigned long long mask_t
 
 
 # The per-example state, one 128-byte record per example (two cache lines): a
@@ -835,43 +837,17 @@ cdef class S2DOState:
 
     cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.y[e]
-        cdef int k
-        cdef double v = 0.0
-        for k in range(self.u_cnt[y]):
-            v += self.u_val[y, k] * self.F[e, self.u_col[y, k]]
-        if self.centred:
-            v -= self.kappa[y] * self.S[e]
-        self.ex[e].sigma = v
+        self.ex[e].sigma = _sigma_of(&self.F[e, 0], self.u_cnt[y], &self.u_col[y, 0],
+                                     &self.u_val[y, 0],
+                                     self.kappa[y] * self.S[e] if self.centred else 0.0)
 
     cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
         """Extremes of h_e· over the slots that may increase / decrease / all."""
-        cdef Py_ssize_t y = self.y[e], s, P = self.P
-        cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
-        cdef Py_ssize_t au = -1, ad = -1, aa = -1
-        cdef mask_t act = self.actmask[y], up = self.ex[e].upmask, pos = self.ex[e].posmask, bit
-        cdef const double* Fe = &self.F[e, 0]
-        cdef const double* gam = &self.gamma[y, 0]
-        for s in range(P):
-            bit = (<mask_t>1) << s
-            if not (act & bit):
-                continue
-            h = -Fe[s] - gam[s]
-            if h < hu and (up & bit):
-                hu = h
-                au = s
-            if h > hd and (pos & bit):
-                hd = h
-                ad = s
-            if h < ha:
-                ha = h
-                aa = s
-        self.ex[e].hup = hu
-        self.ex[e].aup = au
-        self.ex[e].hdn = hd
-        self.ex[e].adn = ad
-        self.ex[e].hall = ha
-        self.ex[e].aall = aa
-        self.ex[e].stale = 0
+        cdef Py_ssize_t y = self.y[e]
+        cdef Example* x = &self.ex[e]
+        _extremes(&self.F[e, 0], &self.gamma[y, 0], self.P, self.actmask[y], x.upmask,
+                  x.posmask, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall, &x.aall)
+        x.stale = 0
 
     cdef inline double _fast_best(self, Py_ssize_t e, double margin, Py_ssize_t* bp,
                                   Py_ssize_t* bq) noexcept nogil:

@@ -235,3 +235,55 @@ cdef inline bint _track_max(double h, int s, double* x, int* a) noexcept nogil:
         a[0] = s
         return False
     return a[0] == s
+
+
+# ---------------------------------------------------------------------------
+# The per-example record of the fast path (S2DO's Example, the online solver's
+# Ext): when ν_{y,s,·} = u_y − e_s (slot s <-> class s), every gradient of an
+# example is g_es = σ_e + h_es with σ_e = u_y·F_e − κ_y S_e and
+# h_es = −F_es − γ_ys, so its violations follow from σ_e and the extremes of
+# h_e· over the slots that may increase, those with α > 0, and all.
+
+ctypedef unsigned long long mask_t   # slot bitmask, bit s = slot s (fast path: P <= 64)
+
+
+cdef inline double _sigma_of(const double* Fe, int n, const int* col, const double* val,
+                             double kappa_S) noexcept nogil:
+    """σ_e = u_y·F_e − κ_y S_e (u_y's n non-zeros col/val; kappa_S = κ_y S_e, 0 if not centred)."""
+    cdef int k
+    cdef double v = 0.0
+    for k in range(n):
+        v += val[k] * Fe[col[k]]
+    return v - kappa_S
+
+
+cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P, mask_t act,
+                           mask_t up, mask_t pos, double* h_up, int* a_up, double* h_dn,
+                           int* a_dn, double* h_all, int* a_all) noexcept nogil:
+    """Exact extremes of h_s = −F_es − γ_s over the active slots ``act``: the minimum over
+    ``up`` (may increase), the maximum over ``pos`` (α > 0), the minimum over all; each with
+    its slot (the first one on ties), −1 and ±inf when the set is empty."""
+    cdef Py_ssize_t s
+    cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
+    cdef int au = -1, ad = -1, aa = -1
+    cdef mask_t bit
+    for s in range(P):
+        bit = (<mask_t>1) << s
+        if not (act & bit):
+            continue
+        h = -Fe[s] - gam[s]
+        if h < hu and (up & bit):
+            hu = h
+            au = <int> s
+        if h > hd and (pos & bit):
+            hd = h
+            ad = <int> s
+        if h < ha:
+            ha = h
+            aa = <int> s
+    h_up[0] = hu
+    a_up[0] = au
+    h_dn[0] = hd
+    a_dn[0] = ad
+    h_all[0] = ha
+    a_all[0] = aa
