@@ -198,6 +198,15 @@ STEP_NAMES = ("two_news", "two_old", "two_old_supports")
 STRATEGIES = {"s2do_all": 0, "random_pattern_s2do_all": 1, "random_pattern_s2do_pattern": 2}
 
 
+cdef inline void _keep_best(double gain, Py_ssize_t e, Py_ssize_t s, double* best, Py_ssize_t* k,
+                            Py_ssize_t* q) noexcept nogil:
+    """Keep (e, s) as the second variable when its gain beats ``best``."""
+    if gain > best[0]:
+        best[0] = gain
+        k[0] = e
+        q[0] = s
+
+
 cdef inline void* _grow(void* p, size_t n) noexcept nogil:
     return realloc(p, n if n > 0 else 1)
 
@@ -1296,7 +1305,7 @@ cdef class OnlineState:
         """Best-gain partner of (i, p) among the variables of pattern e (k'(x_i, x_e) = kie)."""
         cdef Py_ssize_t yi = self.lab[i], ye = self.lab[e], s, P = self.P
         cdef int r1 = self.slk[yi, p], r2
-        cdef double g2, h12, h22, gn, kee = self._kblock(e, e)
+        cdef double g2, kee = self._kblock(e, e)
         cdef double lim = (self.C - self.eps_cap) * self.wt[e]
         cdef const double* Mrow = &self.M[yi * P + p, 0]
         cdef bint movable
@@ -1316,13 +1325,8 @@ cdef class OnlineState:
                     (g2 > 0 and self.A[e * P + s] > 0)
             if not movable:
                 continue
-            h22 = self.Mdiag[ye, s] * kee
-            h12 = Mrow[ye * P + s] * kie
-            gn = _gain(g1, g2, h11, h12, h22)
-            if gn > best[0]:
-                best[0] = gn
-                k[0] = e
-                q[0] = s
+            _keep_best(_gain(g1, g2, h11, Mrow[ye * P + s] * kie, self.Mdiag[ye, s] * kee),
+                       e, s, best, k, q)
         self.work_units += 4.0 * P
 
     cdef void _second_all(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
@@ -1335,7 +1339,7 @@ cdef class OnlineState:
         """
         cdef Py_ssize_t e, ye, s, P = self.P, n = self.n_sp, yi = self.lab[i]
         cdef int r2
-        cdef double g2, h12, h22, gn, shift = self.shift, lim = self.C - self.eps_cap
+        cdef double g2, shift = self.shift, lim = self.C - self.eps_cap
         cdef const double* Mrow = &self.M[yi * P + p, 0]   # shift, lim: × or ÷ wt[e]
         cdef const int* cand = self.bssv if sv_only else self.bs
         cdef bint check = self.fast
@@ -1352,13 +1356,9 @@ cdef class OnlineState:
                 if not ((g2 < 0 and (r2 < 0 or self.GS[e * self.R + r2] < lim * self.wt[e]))
                         or (g2 > 0 and self.A[e * P + s] > 0)):
                     continue
-            h22 = self.Mdiag[ye, s] * (self.kd[e] + shift / self.wt[e])
-            h12 = Mrow[ye * P + s] * Ki[e]
-            gn = _gain(g1, g2, h11, h12, h22)
-            if gn > best[0]:
-                best[0] = gn
-                k[0] = e
-                q[0] = s
+            _keep_best(_gain(g1, g2, h11, Mrow[ye * P + s] * Ki[e],
+                             self.Mdiag[ye, s] * (self.kd[e] + shift / self.wt[e])),
+                       e, s, best, k, q)
         self.work_units += 4.0 * n
 
     cdef int _step(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k, Py_ssize_t q,

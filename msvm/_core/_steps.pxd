@@ -72,6 +72,43 @@ cdef inline double _argmin_1d(double lin, double curv, double lo, double hi) noe
     return x
 
 
+cdef inline void _fixed_edges(bint swap, double la, double ua, double lb, double ub, double gb,
+                              double hab, double hbb, double t, bint has_t,
+                              double g1, double g2, double h11, double h12, double h22,
+                              double* best, double* b1, double* b2) noexcept nogil:
+    """Best point of the edges of ``_solve_2d`` where one variable, a, is fixed at la,
+    ua or 0 (its single-variable step) and the other, b, is optimal on its segment.
+
+    (a, b) = (μ1, μ2), or (μ2, μ1) with ``swap``; gb, hab, hbb are b's gradient, the
+    coupling and b's curvature; the model is evaluated in (μ1, μ2).
+    """
+    cdef double fixed[3]
+    cdef double xa, xb, lo, hi, val
+    cdef int k
+    fixed[0] = la
+    fixed[1] = ua
+    fixed[2] = 0.0
+    for k in range(3):
+        xa = fixed[k]
+        if xa == INFINITY or xa == -INFINITY:
+            continue
+        lo = lb
+        hi = ub
+        if has_t and t - xa < hi:
+            hi = t - xa
+        if lo > hi:
+            continue
+        xb = _argmin_1d(gb + hab * xa, hbb, lo, hi)
+        if swap:
+            val = _model(xb, xa, g1, g2, h11, h12, h22)
+        else:
+            val = _model(xa, xb, g1, g2, h11, h12, h22)
+        if val < best[0]:
+            best[0] = val
+            b1[0] = xb if swap else xa
+            b2[0] = xa if swap else xb
+
+
 cdef inline void _solve_2d(double g1, double g2, double h11, double h12, double h22,
                     double l1, double u1, double l2, double u2, double t, bint has_t,
                     double* mu1, double* mu2) noexcept nogil:
@@ -87,8 +124,6 @@ cdef inline void _solve_2d(double g1, double g2, double h11, double h12, double 
     cdef double det = h11 * h22 - h12 * h12
     cdef double x1, x2, lo, hi, val
     cdef double b1 = 0.0, b2 = 0.0, best = 0.0
-    cdef double fixed[3]
-    cdef int k
     if h11 > 0 and h22 > 0 and det > 1e-12 * h11 * h22:
         x1 = (h12 * g2 - h22 * g1) / det
         x2 = (h12 * g1 - h11 * g2) / det
@@ -96,46 +131,11 @@ cdef inline void _solve_2d(double g1, double g2, double h11, double h12, double 
             mu1[0] = x1
             mu2[0] = x2
             return
-    # Edges with μ1 fixed (and the single-variable step of variable 2).
-    fixed[0] = l1
-    fixed[1] = u1
-    fixed[2] = 0.0
-    for k in range(3):
-        x1 = fixed[k]
-        if x1 == INFINITY or x1 == -INFINITY:
-            continue
-        lo = l2
-        hi = u2
-        if has_t and t - x1 < hi:
-            hi = t - x1
-        if lo > hi:
-            continue
-        x2 = _argmin_1d(g2 + h12 * x1, h22, lo, hi)
-        val = _model(x1, x2, g1, g2, h11, h12, h22)
-        if val < best:
-            best = val
-            b1 = x1
-            b2 = x2
-    # Edges with μ2 fixed.
-    fixed[0] = l2
-    fixed[1] = u2
-    fixed[2] = 0.0
-    for k in range(3):
-        x2 = fixed[k]
-        if x2 == INFINITY or x2 == -INFINITY:
-            continue
-        lo = l1
-        hi = u1
-        if has_t and t - x2 < hi:
-            hi = t - x2
-        if lo > hi:
-            continue
-        x1 = _argmin_1d(g1 + h12 * x2, h11, lo, hi)
-        val = _model(x1, x2, g1, g2, h11, h12, h22)
-        if val < best:
-            best = val
-            b1 = x1
-            b2 = x2
+    # Edges with μ1 fixed (and the single-variable step of variable 2), then with μ2 fixed.
+    _fixed_edges(False, l1, u1, l2, u2, g2, h12, h22, t, has_t, g1, g2, h11, h12, h22,
+                 &best, &b1, &b2)
+    _fixed_edges(True, l2, u2, l1, u1, g1, h12, h11, t, has_t, g1, g2, h11, h12, h22,
+                 &best, &b1, &b2)
     # The capacity edge μ1 + μ2 = t of the triangle.
     if has_t:
         lo = l1 if l1 > t - u2 else t - u2
