@@ -64,8 +64,8 @@ one or two patterns it touched cost O(P), since their rows of F are kept exact
 with the few kernel values among them.  So after the first 2-D step the
 solver goes on inside that *block* (first variable by violation, second by
 gain among the block's variables) until the block's largest violation is
-below BLOCK_FRACTION of the first variable's, and only then does one pass
-bring every other pattern up to date with the block's summed β deltas.
+below a tenth of the first variable's (as S2DO, :mod:`msvm._core._steps`), then one pass
+brings every other pattern up to date with the block's summed β deltas.
 In that pass a pattern whose violation, raised by the most the block can have
 moved it, stays well below the leader's is left *cold* (its violation becomes
 that upper bound; its extremes wait for a rescan), under the shared control
@@ -137,6 +137,8 @@ from msvm._core._kernel cimport (
 from msvm._core._kernel_cache cimport BY_INDEX, BY_SLOT, SlotRowCache
 from msvm._core._steps cimport (
     LazyControl,
+    BLOCK_STEPS,
+    _block_fraction,
     _cold_below,
     _extremes,
     _gain,
@@ -178,12 +180,6 @@ cdef enum:
     MAX_STEPS = 1
     TIME_UP = 2
     NO_MEMORY = 3
-
-# Block steps (see OnlineState._step), S2DO's constants: at most BLOCK_STEPS·P
-# 2-D steps per pattern of the block, until its largest violation is below
-# BLOCK_FRACTION of the first variable's.
-cdef Py_ssize_t BLOCK_STEPS = 5
-cdef double BLOCK_FRACTION = 0.1
 
 # Prefetch (see OnlineState._prefetch): rows of up to PREFETCH upcoming stream
 # patterns in one dgemm, once there are PREFETCH_MIN support patterns.
@@ -1367,7 +1363,7 @@ cdef class OnlineState:
 
         Fast path with ``block_steps``: the two patterns form a *block* whose
         rows of F are kept exact, and steps go on inside it (as S2DO's block
-        steps) until its largest violation is below BLOCK_FRACTION of ``v1``,
+        steps) until its largest violation is below _block_fraction() of ``v1``,
         the first variable's; then one pass brings every other pattern up to
         date with the block's summed β deltas.  ``keep`` is a slot not to remove
         even if its α row becomes zero (the tentative new pattern, handled by
@@ -1408,7 +1404,7 @@ cdef class OnlineState:
                                     else self.viol[b1] > self.viol[i]):
                         e = b1
                     v = self.vsv[e] if sv_only else self.viol[e]
-                    if v <= self.tol or v < BLOCK_FRACTION * v1:
+                    if v <= self.tol or v < _block_fraction() * v1:
                         break
                     p = self._fbest(e, sv_only, &s2)
                     if p < 0:

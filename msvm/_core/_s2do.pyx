@@ -21,7 +21,7 @@ small block of examples costs O(P) once their rows of F are kept up to date
 (by K' among them times the step's β deltas).  So after the pair step,
 ``_solve_block`` goes on with steps on the block's variables (first by
 violation, second by Algorithm 4 restricted to them) until their largest
-violation is below BLOCK_FRACTION (0.1) of the first variable's, and only then
+violation is below a tenth (``_block_fraction``) of the first variable's, and only then
 does the pass bring the other examples up to date with the summed β deltas of
 the block's rows.  The block is the pair's two examples plus the leaders of
 the last pass's chunks whose Gram rows are cached (``block_size``, at most
@@ -189,6 +189,8 @@ from libc.string cimport memcpy, memset
 from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
 from msvm._core._steps cimport (
     LazyControl,
+    BLOCK_STEPS,
+    _block_fraction,
     _cold_below,
     _extremes,
     _gain,
@@ -233,12 +235,6 @@ cdef double UNSHRINK_EARLY = 10.0
 # Rows requested from the cache's prefetch at a miss (the missing one and the
 # most violating examples whose rows are not cached yet).
 cdef Py_ssize_t PREFETCH = 16
-
-# Block steps (see S2DOState._solve_block): at most BLOCK_STEPS·P 2-D steps per
-# example of the block, until its largest violation is below BLOCK_FRACTION of
-# the first variable's (or below tol).
-cdef Py_ssize_t BLOCK_STEPS = 5
-cdef double BLOCK_FRACTION = 0.1
 
 # Examples of a block at most: the working set's two plus leaders of the last
 # pass (see S2DOState._solve_block); their Gram rows must stay valid together.
@@ -1207,7 +1203,7 @@ cdef class S2DOState:
     cdef void _solve_block(self, Py_ssize_t i, Py_ssize_t p, Py_ssize_t k,
                            Py_ssize_t q) noexcept nogil:
         """The step on (i, p), (k, q), then (with ``block_steps``) more 2-D steps on the
-        variables of the block until its largest violation is below BLOCK_FRACTION of
+        variables of the block until its largest violation is below _block_fraction() of
         the first variable's (or tol): first variable by violation, second by
         Algorithm 4, both within the block.
 
@@ -1221,7 +1217,7 @@ cdef class S2DOState:
         cdef Py_ssize_t e1 = i, e2 = k, x, n
         cdef int t
         cdef double v, v1, stop, best_gain
-        stop = BLOCK_FRACTION * self.max_violation
+        stop = _block_fraction() * self.max_violation
         if stop < self.tol:
             stop = self.tol
         if self.block_steps:

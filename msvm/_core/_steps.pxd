@@ -152,6 +152,18 @@ cdef inline void _solve_2d(double g1, double g2, double h11, double h12, double 
     mu2[0] = b2
 
 
+# Block steps, shared by S2DO (S2DOState._solve_block) and the online solver
+# (OnlineState._step): after a 2-D step, steps go on among the variables of the one
+# or few examples it touched (at most BLOCK_STEPS·P per example) until their largest
+# violation is below _block_fraction() of the first variable's.
+cdef enum:
+    BLOCK_STEPS = 5
+
+
+cdef inline double _block_fraction() noexcept nogil:
+    return 0.1
+
+
 # Lazy refresh (cold visits), shared by S2DO and the online solver.  A pass may
 # leave an example *cold*: its violation becomes an upper bound (old value plus
 # the most the step can have moved it) while that bound stays below
