@@ -196,19 +196,8 @@ cdef class KernelCache:
     returned row pointers are always valid.  The object is not thread-safe.
     """
 
-    def __cinit__(self, *args, **kwargs):
-        self._buffer = NULL
-        self._fbuffer = NULL
-        self._scratch = NULL
-        self._slot_of_row = NULL
-        self._row_of_slot = NULL
-        self._lru.prev = NULL
-        self._lru.next = NULL
-        self._sqnorm = NULL
-        self._l1norm = NULL
-        self._diag = NULL
-        self._work = NULL
-
+    # Cython starts every C attribute at 0/NULL, so __dealloc__ may free whatever
+    # __init__ reached (free(NULL) is a no-op).
     def __dealloc__(self):
         self._free_all()
 
@@ -789,17 +778,8 @@ cdef class SlotRowCache:
         Number of training patterns whose rows may be kept by index (0: none).
     """
 
-    def __cinit__(self, *args, **kwargs):
-        self.rows = NULL
-        self.length = NULL
-        self.room = NULL
-        self.kind = NULL
-        self.key = NULL
-        self.lru.prev = NULL
-        self.lru.next = NULL
-        self.of_slot = NULL
-        self.of_index = NULL
-
+    # Cython starts every C attribute at 0/NULL, so __dealloc__ may free whatever
+    # __init__ reached (free(NULL) is a no-op).
     def __dealloc__(self):
         cdef Py_ssize_t r
         if self.rows != NULL:

@@ -292,28 +292,8 @@ cdef class LinearState:
     cdef readonly double max_violation
     cdef readonly double last_pass_max
 
-    def __cinit__(self):
-        self.nact = NULL
-        self.slots = NULL
-        self.order = NULL
-        self.f = NULL
-        self.g = NULL
-        self.delta = NULL
-        self.dbeta = NULL
-        self.dcols = NULL
-        self.gsum = NULL
-        self.c = NULL
-        self.lo = NULL
-        self.hi = NULL
-        self.bp = NULL
-        self.a_loc = NULL
-        self.g_loc = NULL
-        self.sperm = NULL
-        self.nsl = NULL
-        self.cols = NULL
-        self.colmark = NULL
-        self.slot_ok = NULL
-
+    # Cython starts every C attribute at 0/NULL, so __dealloc__ may free whatever
+    # __init__ reached (free(NULL) is a no-op).
     def __dealloc__(self):
         free(self.nact)
         free(self.slots)

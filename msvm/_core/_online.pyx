@@ -396,54 +396,8 @@ cdef class OnlineState:
     cdef readonly bint oom
     cdef double* Fq         # Q scratch
 
-    def __cinit__(self, *args, **kwargs):
-        self.A = NULL
-        self.G = NULL
-        self.B = NULL
-        self.GS = NULL
-        self.gid = NULL
-        self.lab = NULL
-        self.kd = NULL
-        self.wt = NULL
-        self.sq = NULL
-        self.l1 = NULL
-        self.viol = NULL
-        self.vsv = NULL
-        self.bs = NULL
-        self.pp = NULL
-        self.pq = NULL
-        self.bssv = NULL
-        self.ppsv = NULL
-        self.pqsv = NULL
-        self.Xs = NULL
-        self.st = NULL
-        self.nz = NULL
-        self.pval = NULL
-        self.pidx = NULL
-        self.work = NULL
-        self.gid_slot = NULL
-        self.Fq = NULL
-        self.nact = NULL
-        self.alist = NULL
-        self.nzc = NULL
-        self.nzcol = NULL
-        self.nzval = NULL
-        self.numean = NULL
-        self.ucnt = NULL
-        self.ucol = NULL
-        self.uval = NULL
-        self.kap = NULL
-        self.F = NULL
-        self.S = NULL
-        self.ext = NULL
-        self.pcol = NULL
-        self.pw0 = NULL
-        self.pw1 = NULL
-        self.pf_pos = NULL
-        self.pf_len = NULL
-        self.pf_q = NULL
-        self.pf_out = NULL
-
+    # Cython starts every C attribute at 0/NULL, so __dealloc__ may free whatever
+    # __init__ reached (free(NULL) is a no-op).
     def __dealloc__(self):
         free(self.A)
         free(self.G)

@@ -531,31 +531,8 @@ cdef class S2DOState:
     # objective() returns while shrunk examples' scores wait).
     cdef double tracked_J
 
-    def __cinit__(self, *args, **kwargs):
-        self.ex = NULL
-        self.ex_block = NULL
-        self.saved_work = NULL
-        self.targets = NULL
-        self.alpha0 = NULL
-        self.vsort = NULL
-        self.dbeta = NULL
-        self.dcols = NULL
-        self.gdown = NULL
-        self.gmin = NULL
-        self.adown = NULL
-        self.amin = NULL
-        self.cbest = NULL
-        self.cidx = NULL
-        self.cslot = NULL
-        self.ccold = NULL
-        self.crescan = NULL
-        self.pcol = NULL
-        self.pstart = NULL
-        self.prow = NULL
-        self.pw = NULL
-        self.fetch_rows = NULL
-        self.fetch_viol = NULL
-
+    # Cython starts every C attribute at 0/NULL, so __dealloc__ may free whatever
+    # __init__ reached (free(NULL) is a no-op).
     def __dealloc__(self):
         free(self.ex_block)
         free(self.saved_work)
