@@ -20,11 +20,13 @@ run it records the fit time, test error, support vectors, the solver's
 iterations, passes over the data and 2-D steps where the solver reports them,
 kernel evaluations, the relative duality gap and KKT violation (msvm), peak
 RSS, threads, the load average before the run and the status.  Runs are
-interleaved (one round of every solver, then the next round); a
-configuration gets 5 rounds when its faster peer fits in under a second, 3
-otherwise (``--repeat`` sets the number), and the summary gives the median
-time per (configuration, solver) and its ratio to the faster peer's median,
-next to issue 21's target (:data:`benchmarks.configs.TARGETS`).
+interleaved (one round of every solver, then the next round); a solver
+whose first fit on a configuration took under a second is run 5 times
+(medians of 5 for the sub-second fits, the peers' on the step-bound sets
+above all), any other 3 times (``--repeat`` sets one number for all), so
+that a fit of minutes is not repeated five times.  The summary gives the
+median time per (configuration, solver) and its ratio to the faster peer's
+median, next to issue 21's target (:data:`benchmarks.configs.TARGETS`).
 
 ``--contention`` is the contention mode of BENCHMARKS.md: a separate process
 keeps one core busy (:func:`benchmarks.runs.busy_core`, killed when the mode
@@ -82,8 +84,8 @@ CONTENTION = ["usps-ww", "letter-cs"]
 #: The smoke run: one configuration of each regime, on QUICK_M training examples, once.
 QUICK = ["usps-ww", "pendigits-llw", "dna-cs", "usps-cs-bias"]
 QUICK_M = 500
-#: A configuration whose faster peer fits in under this many seconds gets SHORT_ROUNDS
-#: rounds (medians of 5), else LONG_ROUNDS.
+#: A solver whose first fit on a configuration takes under SUB_SECOND seconds is run
+#: SHORT_ROUNDS times in all (medians of 5), any other LONG_ROUNDS times.
 SUB_SECOND, SHORT_ROUNDS, LONG_ROUNDS = 1.0, 5, 3
 #: Statuses of runs that produced no fit (left out of the medians).
 NO_FIT = ("failed", "timeout", "unavailable")
@@ -194,15 +196,26 @@ def round_specs(config: str, args, peers: list[str], contention: bool,
     return specs
 
 
-def rounds_for(first: list[dict], args) -> int:
-    """Rounds of a configuration: ``--repeat``, else 5 if its faster peer (msvm without
-    peers) fitted in under a second in the first round, else 3."""
-    if args.repeat:
-        return args.repeat
-    times = [r["fit_time"] for r in first if r.get("status") not in NO_FIT
-             and r["solver"] in SVC_PEERS]
-    times = times or [r["fit_time"] for r in first if r.get("status") not in NO_FIT]
-    return SHORT_ROUNDS if times and min(times) < SUB_SECOND else LONG_ROUNDS
+def run_key(row: dict) -> tuple:
+    """What a round repeats: the solver (and msvm's ``n_jobs``)."""
+    return row["solver"], row.get("n_jobs")
+
+
+def rounds_for(first: list[dict], args) -> dict[tuple, int]:
+    """Runs of each solver of a configuration (:func:`run_key` -> number), from its first.
+
+    ``--repeat`` for all; else 5 for a sub-second first fit, 3 for a longer
+    one, and 1 for a run that produced no fit (a timeout is not retried).
+    """
+    rounds = {}
+    for row in first:
+        if args.repeat:
+            rounds[run_key(row)] = args.repeat
+        elif row.get("status") in NO_FIT:
+            rounds[run_key(row)] = 1
+        else:
+            rounds[run_key(row)] = SHORT_ROUNDS if row["fit_time"] < SUB_SECOND else LONG_ROUNDS
+    return rounds
 
 
 class Runner:
@@ -230,14 +243,19 @@ class Runner:
         return row
 
     def config_rounds(self, config: str, args, peers, contention, n_jobs_list,
-                      rounds: int | None = None) -> int:
-        """Every round of ``config`` (the first decides how many); returns their number."""
-        first = [self.run(dict(s, round=1))
-                 for s in round_specs(config, args, peers, contention, n_jobs_list)]
+                      rounds: dict[tuple, int] | None = None) -> dict[tuple, int]:
+        """Every round of ``config``; returns the runs per solver (:func:`rounds_for`).
+
+        ``rounds`` (e.g. from the idle runs of the contention mode) fixes them;
+        by default the first round decides.
+        """
+        specs = round_specs(config, args, peers, contention, n_jobs_list)
+        first = [self.run(dict(s, round=1)) for s in specs]
         rounds = rounds or rounds_for(first, args)
-        for k in range(2, rounds + 1):
-            for s in round_specs(config, args, peers, contention, n_jobs_list):
-                self.run(dict(s, round=k))
+        for k in range(2, max(rounds.values(), default=1) + 1):
+            for s in specs:
+                if rounds.get(run_key(s), 1) >= k:
+                    self.run(dict(s, round=k))
         return rounds
 
 
@@ -276,7 +294,8 @@ def summary(rows: list[dict], configs: list[str], peers, *,
     for c in configs:
         best = faster_peer(rows, c, peers, contention=contention)
         for solver in [*peers, "msvm"]:
-            jobs_list = sorted({r.get("n_jobs") for r in fitted(rows, c, solver)}
+            jobs_list = sorted({r.get("n_jobs") for r in rows
+                                if r["config"] == c and r["solver"] == "msvm"}
                                if solver == "msvm" else {None})
             for jobs in jobs_list:
                 match = dict(contention=contention)
@@ -388,8 +407,8 @@ def main(argv=None) -> int:
     parser.add_argument("--m", type=int, default=None,
                         help="a stratified subsample of m training examples (default: all)")
     parser.add_argument("--repeat", type=int, default=None,
-                        help=f"rounds per configuration (default: {SHORT_ROUNDS} when the "
-                             f"faster peer fits in under {SUB_SECOND:g} s, else {LONG_ROUNDS})")
+                        help=f"runs per solver and configuration (default: {SHORT_ROUNDS} "
+                             f"for a fit under {SUB_SECOND:g} s, else {LONG_ROUNDS})")
     parser.add_argument("--n-jobs", type=int, default=2, help="msvm's threads (default 2)")
     parser.add_argument("--peer-threads", type=int, default=2,
                         help="threads of scikit-learn-intelex's SVC (default 2)")
