@@ -230,6 +230,8 @@ class Runner:
         load_before = os.getloadavg()[0]
         row = spawn("benchmarks.bench_regimes", spec, self.timeout)
         row["load_before"] = load_before
+        if row.get("status") == "timeout":
+            row["fit_time_above"] = self.timeout   # a lower bound for the summary and plot
         self.rows.append(row)
         write_jsonl([row], self.jsonl, append=True)
         jobs = f" n_jobs={row['n_jobs']}" if row["solver"] == "msvm" else ""
@@ -280,6 +282,18 @@ def faster_peer(rows: list[dict], config: str, peers, **match) -> tuple[str, flo
     return min(times, key=lambda pt: pt[1]) if times else None
 
 
+def time_or_bound(rows: list[dict], config: str, solver: str,
+                  **match) -> tuple[float | None, bool]:
+    """(median fit time, False), or (the timeout, True) when every run timed out."""
+    t = median_of(fitted(rows, config, solver, **match), "fit_time")
+    if t is not None:
+        return t, False
+    bounds = [r["fit_time_above"] for r in rows if r["config"] == config
+              and r["solver"] == solver and "fit_time_above" in r
+              and all(r.get(k) == v for k, v in match.items())]
+    return (min(bounds), True) if bounds else (None, False)
+
+
 def _number(value, fmt: str, width: int) -> str:
     return f"{value:{width}{fmt}}" if value is not None else f"{'-':>{width}}"
 
@@ -306,11 +320,12 @@ def summary(rows: list[dict], configs: list[str], peers, *,
                          and all(r.get(k) == v for k, v in match.items())]
                 if not every:
                     continue
-                t = median_of(runs, "fit_time")
+                t, above = time_or_bound(rows, c, solver, **match)
                 ratio = t / best[1] if t is not None and best else None
                 target = TARGETS.get(c) if solver == "msvm" else None
                 mark = ("" if ratio is None or target is None
-                        else " (meets)" if ratio <= target else " (misses)")
+                        else " (meets)" if ratio <= target and not above else " (misses)")
+                sign = ">" if above else " "   # timed out: the time is a lower bound
                 statuses = sorted({str(r.get("status")) for r in every} - {"optimal"})
                 err = median_of(runs, "test_error")
                 label = LABELS[solver]
@@ -318,7 +333,8 @@ def summary(rows: list[dict], configs: list[str], peers, *,
                     label = f"msvm {runs[0]['msvm_solver']}"   # s2do or frank_wolfe
                 lines.append(
                     f"{c:<17} {label:<16} {_number(jobs, 'd', 4)} {len(runs):2d} "
-                    f"{_number(t, '.3f', 9)} {_number(ratio, '.2f', 6)} "
+                    f"{sign}{_number(t, '.3f', 8)} {sign if ratio else ' '}"
+                    f"{_number(ratio, '.2f', 5)} "
                     f"{_number(target, '.1f', 6)} "
                     f"{_number(None if err is None else 100 * err, '.2f', 6)} "
                     f"{_number(median_of(runs, 'n_sv'), '.0f', 6)} "
@@ -356,35 +372,37 @@ def plot_ratios(rows: list[dict], configs: list[str], peers, path, title: str) -
     """msvm's median time / the faster peer's per configuration, log scale, with the targets.
 
     One point per configuration, coloured by machine (WW, CS, LLW; hollow with
-    a bias), a line at 1 and issue 21's target of each configuration as a
+    a bias; an upward triangle where msvm timed out: the ratio is a lower
+    bound), a line at 1 and issue 21's target of each configuration as a
     red bar.  Returns False (no file) when no configuration has a ratio.
     """
     points = []
     for c in configs:
         best = faster_peer(rows, c, peers, contention=False)
-        t = median_of(fitted(rows, c, "msvm", contention=False), "fit_time")
+        t, above = time_or_bound(rows, c, "msvm", contention=False)
         if best and t is not None:
-            points.append((c, t / best[1]))
+            points.append((c, t / best[1], above))
     if not points:
         return False
     plt = pyplot()
     colours = {"ww": "tab:blue", "cs": "tab:orange", "llw": "tab:green"}
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(points) + 2), 4.8))
-    for k, (c, ratio) in enumerate(points):
+    for k, (c, ratio, above) in enumerate(points):
         config = CONFIGS[c]
         colour = colours.get(config.model, "tab:grey")
-        ax.scatter([k], [ratio], s=45, zorder=3, edgecolors=colour,
+        ax.scatter([k], [ratio], s=45, zorder=3, edgecolors=colour, marker="^" if above else "o",
                    facecolors="none" if config.bias else colour)
         if c in TARGETS:
             ax.scatter([k], [TARGETS[c]], marker="_", s=300, color="tab:red", zorder=2)
     ax.set_yscale("log")
     ax.axhline(1.0, color="grey", lw=1, ls="--")
-    ax.set_xticks(range(len(points)), [c for c, _ in points], rotation=60, ha="right",
+    ax.set_xticks(range(len(points)), [p[0] for p in points], rotation=60, ha="right",
                   fontsize=8)
     ax.set_ylabel("msvm time / faster SVC peer (log)")
     handles = [plt.Line2D([], [], ls="", marker="o", color=v, label=k.upper())
                for k, v in colours.items()]
     handles += [plt.Line2D([], [], ls="", marker="o", mfc="none", color="k", label="with bias"),
+                plt.Line2D([], [], ls="", marker="^", color="k", label="timed out (at least)"),
                 plt.Line2D([], [], ls="", marker="_", ms=14, color="tab:red",
                            label="issue 21 target")]
     ax.legend(handles=handles, fontsize=8)
