@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.configs import CONFIGS
+from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, pyplot, write
 from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
@@ -56,9 +56,10 @@ CSV_FIELDS = ["experiment", "config", "solver", "bias", "fw_variant", "face_step
 def run_one(spec: dict) -> dict:
     """Fit one solver on one configuration (called in a fresh process)."""
     warnings.simplefilter("ignore")  # a capped run reports its status instead
-    dataset, _, machine, C, gamma, tol, cache = CONFIGS[spec["config"]]
+    dataset, _, machine, C, gamma, tol, cache, _ = CONFIGS[spec["config"]]
     layout = spec.get("layout", "dense")
     X, y, Xt, yt = load(dataset, spec.get("m"), sparse=layout == "csr")
+    gamma = gamma_of(CONFIGS[spec["config"]], X)   # 'scale' from the training data
     classes, y_codes = np.unique(y, return_inverse=True)
     out = dict(spec, m=int(X.shape[0]), cache_size=cache, layout=layout)
     if spec["solver"] == "svc":

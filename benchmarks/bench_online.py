@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.configs import CONFIGS
+from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl
 from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
@@ -75,9 +75,10 @@ def run_one(spec: dict) -> dict:
     from msvm.machines import make_machine
     from msvm.problem import DualProblem
 
-    dataset, n_train, machine, C, gamma, tol, cache = CONFIGS[spec["config"]]
+    dataset, n_train, machine, C, gamma, tol, cache, _ = CONFIGS[spec["config"]]
     layout = spec.get("layout", "dense")
     X, y, Xt, yt = load(dataset, spec.get("m") or n_train, sparse=layout == "csr")
+    gamma = gamma_of(CONFIGS[spec["config"]], X)   # 'scale' from the training data
     classes, y_codes = np.unique(y, return_inverse=True)
     test_codes = np.searchsorted(classes, yt)
     if spec.get("cache_fraction"):

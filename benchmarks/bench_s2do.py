@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.configs import CONFIGS
+from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write
 from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
@@ -61,11 +61,12 @@ CSV_FIELDS = ["config", "solver", "m", "threads", "cache_size", "fit_time", "dua
 # ------------------------------------------------------------------ one run
 def run_one(spec: dict) -> dict:
     """Fit one solver on one configuration (called in a fresh process)."""
-    dataset, n_train, machine, C, gamma, tol, cache = CONFIGS[spec["config"]]
+    dataset, n_train, machine, C, gamma, tol, cache, _ = CONFIGS[spec["config"]]
     if spec.get("m"):
         n_train = spec["m"]
     layout = spec.get("layout", "dense")
     X, y, Xt, yt = load(dataset, n_train, sparse=layout == "csr")
+    gamma = gamma_of(CONFIGS[spec["config"]], X)   # 'scale' from the training data
     classes, y_codes = np.unique(y, return_inverse=True)
     out = dict(config=spec["config"], solver=spec["solver"], m=int(X.shape[0]),
                cache_size=cache, threads=1, layout=layout)

@@ -1,7 +1,8 @@
 """The one loader of the benchmarks: a shared data set as BENCHMARKS.md prepares it.
 
 ``load(name, n_train, sparse=...)`` reads ``../shared/datasets/<name>``
-(:func:`msvm.datasets.shared_dataset`), divides MNIST's pixels by 255, keeps
+(:func:`msvm.datasets.shared_dataset`), divides MNIST's pixels by 255 and
+pendigits' coordinates (integers 0..100) by 100 (:data:`DIVISORS`), keeps
 the first ``n_train`` training examples (or a stratified subsample), splits
 a set without a test part 2/3 – 1/3 (stratified, seed 0), and returns dense
 float64 arrays or CSR matrices (32-bit indices, as scikit-learn's SVC and
@@ -13,6 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+#: Data sets whose stored values are divided by a constant (BENCHMARKS.md): MNIST's pixel
+#: intensities to [0, 1], pendigits' pen coordinates (0..100) to [0, 1].
+DIVISORS = {"mnist": 255.0, "pendigits": 100.0}
 
 #: The text-like set of :mod:`benchmarks.bench_linear` (:func:`text_like`).
 TEXT = dict(m=20000, m_test=5000, d=50000, density=0.002, n_classes=50, topic=200, seed=0)
@@ -54,8 +59,8 @@ def load(name: str, n_train: int | None = None, *, sparse: bool = False,
                 keep = np.arange(n_train)
             X, y = X[keep], y[keep]
     X, Xt = sp.csr_matrix(X, dtype=np.float64), sp.csr_matrix(Xt, dtype=np.float64)
-    if name == "mnist":
-        X, Xt = X / 255.0, Xt / 255.0
+    if name in DIVISORS:
+        X, Xt = X / DIVISORS[name], Xt / DIVISORS[name]
     if not sparse:
         return X.toarray(), y, Xt.toarray(), yt
     return _index32(X), y, _index32(Xt), yt

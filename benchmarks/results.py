@@ -11,6 +11,8 @@ import csv
 import json
 import os
 import platform
+import re
+import sys
 from pathlib import Path
 
 #: Where every benchmark writes (``benchmarks/results/``).
@@ -51,6 +53,22 @@ def write_csv(rows: list[dict], path: Path, fields: list[str]) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     return path
+
+
+def strip_paths(text: str) -> str:
+    """``text`` without this machine's absolute paths (results files keep none).
+
+    The repository root becomes ``.``, the Python installation and the home
+    directory ``<python>`` and ``~`` (tracebacks of a failed worker name them);
+    what is left of any other absolute path is its file name after ``.../``.
+    """
+    places = [(str(RESULTS.parents[1]), "."), (sys.prefix, "<python>"),
+              (sys.base_prefix, "<python>"), (os.path.expanduser("~"), "~")]
+    for place, name in sorted(places, key=lambda p: -len(p[0])):
+        if len(place) > 1:
+            text = text.replace(place, name)
+    # Any other absolute path (e.g. the shared data sets'): keep its file name only.
+    return re.sub(r"(?<![\w.~>])/(?:[^\s/'\"<>]+/)+", ".../", text)
 
 
 def header(benchmark: str, tag: str, details: str) -> str:

@@ -4,23 +4,35 @@ Every run (one solver on one configuration) happens in a subprocess
 ``python -m benchmarks.<module> --worker '<json spec>'``, so that its peak
 resident memory is its own and a crash or a timeout costs one row only.
 The worker prints its result as one line ``RESULT <json>`` (:func:`answer`),
-which :func:`spawn` reads back.
+which :func:`spawn` reads back.  A worker that fails leaves its stderr in the row,
+with the machine's paths removed (:func:`benchmarks.results.strip_paths`).
+
+The SVC peers (:func:`fit_svc`) are scikit-learn's libsvm ``SVC`` and, when
+scikit-learn-intelex is installed (``pip install msvm[bench]``), its oneDAL
+``SVC`` with an explicit thread count.  :func:`busy_core` holds one core with a
+separate spinning process (the contention mode of BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import multiprocessing
+import os
 import resource
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.configs import SVC_C
+from benchmarks.results import strip_paths
 
 #: The repository root, the working directory of the workers.
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +52,7 @@ def spawn(module: str, spec: dict, timeout: float | None,
     except subprocess.TimeoutExpired:
         return dict(spec, status="timeout")
     if proc.returncode != 0:
-        return dict(spec, status="failed", error=proc.stderr[-2000:])
+        return dict(spec, status="failed", error=strip_paths(proc.stderr[-2000:]))
     # Output written through C stdio may be flushed after Python's: find the answer line.
     line = [x for x in proc.stdout.splitlines() if x.startswith(MARKER)][-1]
     row = json.loads(line[len(MARKER):])
@@ -69,16 +81,139 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def fit_svc(X, y, X_test, y_test, gamma: float, cache_size: float) -> dict:
-    """The peer: scikit-learn's SVC (one-vs-one libsvm) as BENCHMARKS.md sets it up."""
-    from sklearn.svm import SVC
+#: The SVC peers: scikit-learn's libsvm ``SVC`` and scikit-learn-intelex's oneDAL ``SVC``.
+SVC_PEERS = ("sklearn", "sklearnex")
 
+
+def sklearnex_version() -> str | None:
+    """The installed scikit-learn-intelex's version, None when it is not installed.
+
+    Reads the package metadata only (importing sklearnex loads oneDAL).
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scikit-learn-intelex")
+    except PackageNotFoundError:
+        return None
+
+
+def fit_svc(X, y, X_test, y_test, gamma: float, cache_size: float, *,
+            implementation: str = "sklearn", threads: int = 1) -> dict:
+    """A peer ``SVC`` (one-vs-one) as BENCHMARKS.md sets it up: C = 10, tol 1e-3, RBF.
+
+    Parameters
+    ----------
+    X, y, X_test, y_test : array-like
+        Training and test sets.
+    gamma : float
+        The RBF γ, a number (``'scale'`` resolved by the caller, so that the
+        peer gets exactly msvm's γ).
+    cache_size : float
+        Kernel cache, MB (the same as msvm's).
+    implementation : {'sklearn', 'sklearnex'}
+        scikit-learn's libsvm ``SVC`` (single-threaded, ``threads`` ignored) or
+        scikit-learn-intelex's oneDAL ``SVC`` on ``threads`` threads
+        (``daal4py.daalinit``); the latter raises ImportError when
+        scikit-learn-intelex is not installed.
+    threads : int
+        Threads of the oneDAL ``SVC``.
+
+    Returns
+    -------
+    dict
+        ``fit_time``, ``test_error``, ``n_sv``, ``n_iter`` (the sum over the
+        binary problems), ``steps`` (libsvm: its iterations are 2-variable SMO
+        steps; oneDAL: not reported), ``threads`` (as the library reports
+        them), ``status`` and, for oneDAL, ``peer_version`` and
+        ``accelerated`` (whether sklearnex ran oneDAL rather than falling back
+        to scikit-learn, from its log).
+    """
+    extra: dict = {}
+    if implementation == "sklearn":
+        from sklearn.svm import SVC
+        threads = 1
+    elif implementation == "sklearnex":
+        import daal4py
+        from sklearnex.svm import SVC
+
+        daal4py.daalinit(threads)
+        threads = int(daal4py.num_threads())
+        log = _LogRecords()
+        logger = logging.getLogger("sklearnex")
+        logger.addHandler(log)
+        logger.setLevel(logging.INFO)
+        extra["peer_version"] = sklearnex_version()
+    else:
+        raise ValueError(f"unknown SVC implementation {implementation!r}; "
+                         f"choose from {SVC_PEERS}")
     start = time.perf_counter()
     svc = SVC(C=SVC_C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=cache_size).fit(X, y)
-    return dict(fit_time=time.perf_counter() - start,
-                test_error=float(np.mean(svc.predict(X_test) != y_test)),
-                n_sv=int(svc.n_support_.sum()), n_iter=int(np.sum(svc.n_iter_)),
-                status="optimal")
+    fit_time = time.perf_counter() - start
+    n_iter = int(np.sum(getattr(svc, "n_iter_", 0)))
+    if implementation == "sklearnex":
+        fits = [m for m in log.messages if ".fit:" in m]
+        extra["accelerated"] = bool(fits) and all("accelerated" in m for m in fits)
+    return dict(fit_time=fit_time, test_error=float(np.mean(svc.predict(X_test) != y_test)),
+                n_sv=int(svc.n_support_.sum()), n_iter=n_iter,
+                steps=n_iter if implementation == "sklearn" else None, threads=threads,
+                status="optimal", **extra)
+
+
+class _LogRecords(logging.Handler):
+    """Keeps the messages of a logger (which path sklearnex took)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _spin(parent: int) -> None:
+    """Busy loop of :func:`busy_core`: pure Python arithmetic, no sleeping, no I/O.
+
+    Checks every few million additions that its parent is still the one that
+    started it, and ends when it is not (the parent died without killing it).
+    """
+    x = 0
+    while True:
+        for _ in range(2_000_000):
+            x += 1
+        if os.getppid() != parent:
+            return
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[int]:
+    """Hold one core with a separate spinning process while the block runs; yields its pid.
+
+    The process is started with the ``spawn`` method (a fresh interpreter, not
+    pinned to any core) and is terminated, then killed if it lingers, when the
+    block ends for whatever reason: normally, by an exception, by Ctrl-C, or
+    by SIGTERM (turned into :class:`SystemExit` inside the block so that the
+    cleanup runs).  As a last resort it is a daemon process and watches its
+    parent's pid.
+    """
+    process = multiprocessing.get_context("spawn").Process(
+        target=_spin, args=(os.getpid(),), daemon=True, name="msvm-busy-core")
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def _terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminate)
+    process.start()
+    try:
+        yield process.pid
+    finally:
+        process.terminate()
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def predict_scores(X, X_test, beta: np.ndarray, gamma: float, chunk: int = 2000):
