@@ -1,4 +1,4 @@
-# Shared 2-D machinery of the decomposition solvers (S2DO and the online solver).
+# Shared step machinery of the decomposition solvers (S2DO and the online solver).
 #
 # ``cdef inline`` definitions, cimported by ``_s2do.pyx`` and ``_online.pyx``:
 #
@@ -8,10 +8,15 @@
 #   model g·mu + 1/2 mu^T H mu (the second-variable rule of S2DO);
 # * ``_solve_2d``: the exact 2-D step over a box (Algorithm 5) or, for two
 #   variables sharing one max-loss slack, over a triangle (Algorithm 11);
-# * ``_model``, ``_argmin_1d``: their helpers; ``_now``: a monotonic clock.
+# * ``_model``, ``_argmin_1d``, ``_fixed_edges``: their helpers; ``_now``: a
+#   monotonic clock;
+# * the block-step constants, the control of cold visits (lazy refresh) and the
+#   incremental tracking of cached extremes;
+# * the fast path's per-example record rule: σ_e and the exact extremes of h_e·
+#   over slot masks (``_sigma_of``, ``_extremes``).
 #
-# Moved here unchanged from ``_s2do.pyx`` so that both solvers take exactly
-# the same steps.  All functions are nogil and touch no Python object.
+# Both solvers therefore take exactly the same steps.  All functions are nogil
+# and touch no Python object.
 
 from libc.math cimport INFINITY
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
