@@ -501,6 +501,8 @@ cdef class S2DOState:
     cdef public bint block_steps
     cdef public int block_size
     cdef public bint prefetch  # compute missing Gram rows in blocks (_fetch)
+    cdef public bint slot_partner  # sum-to-zero: offer the first variable's slot too
+    cdef Py_ssize_t sel_chunks     # chunks of this step's second-variable search (0: none)
     cdef readonly long long n_unshrink
     cdef readonly double max_violation
     cdef Py_ssize_t next_i, next_p, next_q
@@ -658,6 +660,8 @@ cdef class S2DOState:
         self.block_steps = False
         self.block_size = BLOCK_MAX
         self.prefetch = True
+        self.slot_partner = False
+        self.sel_chunks = 0
         self.defer_shrunk = self.fast and self.kc.capacity >= self.m
         self.shrunk_stale = False
         self.pass_work = False
@@ -1073,6 +1077,7 @@ cdef class S2DOState:
         cdef const double* Ki = NULL
         cdef double best_gain = -1.0
 
+        self.sel_chunks = 0
         self._fetch(i)
         if self.next_q >= 0:
             # §5.2.1: the pair of one slack group is the working set.
@@ -1197,6 +1202,8 @@ cdef class S2DOState:
         stop = _block_fraction() * self.max_violation
         if stop < self.tol:
             stop = self.tol
+        if self.block_steps and self.sel_chunks > 0:
+            self._open_partners()
         if self.block_steps:
             for t in range(self.n_lead):
                 x = self.lead[t]
@@ -1227,6 +1234,27 @@ cdef class S2DOState:
                         self._partner_in(x, self._kblock(e1, x), &best_gain, &e2, &q)
             self._move(e1, p, e2, q)
             self.n_steps += 1
+
+    cdef void _open_partners(self) noexcept nogil:
+        """Sum-to-zero machines with ``slot_partner``: open the block to the best
+        second-variable candidates of the chunks of this step's search (best gain
+        first) whose Gram rows are cached, before the pass's leaders."""
+        cdef Py_ssize_t b, bb, x
+        cdef double g
+        while self.nblk < self.block_size:
+            bb = -1
+            g = 0.0
+            for b in range(self.sel_chunks):
+                x = self.cidx[b]
+                if x >= 0 and self.cbest[b] > g and self.ex[x].bslot < 0:
+                    g = self.cbest[b]
+                    bb = b
+            if bb < 0:
+                return
+            x = self.cidx[bb]
+            self.cbest[bb] = -1.0
+            if self.ex[x].inwork == 1 and self.kc.cached(x):
+                self._open_block(x, self.kc.row_ptr(x))
 
     cdef double _block_violation(self, Py_ssize_t e) noexcept nogil:
         self._gradient(e)
@@ -1365,6 +1393,8 @@ cdef class S2DOState:
                 best = self.cbest[b]
                 k[0] = self.cidx[b]
                 q[0] = self.cslot[b]
+        if self.slot_partner and self.centred:
+            self.sel_chunks = n_chunks
 
     cdef void _select_chunk(self, Py_ssize_t b) noexcept nogil:
         """Best partner in positions [b·CHUNK, (b+1)·CHUNK) of the working set.
@@ -1372,28 +1402,51 @@ cdef class S2DOState:
         Each other example offers its most violating single variable (a cold
         example has withdrawn its out-of-date offer); the first variable's own
         example offers every slot that can move with it.
+
+        With ``slot_partner`` (sum-to-zero machines: LLW, M-SVM²) each other
+        example also offers its variable of the first variable's slot sp.  There
+        M(y,sp ; y',s) = δ_{sp,s} − 1/Q, so that variable is the one coupled to
+        the first by (1 − 1/Q)·K'_ie and the others only by −K'_ie/Q, while the
+        example's most violating slot is usually another one.  Its gradient is
+        read exactly, σ_e − F_{e,sp} − γ (the pass has brought σ_e and F_e up to
+        date for every example of the working set, cold ones included), and its
+        movability from the masks, so the gain is Algorithm 4's exact gain: only
+        the set of candidates grows, never the error Algorithm 4 warns about.
         """
-        cdef Py_ssize_t t, e, P = self.P
+        cdef Py_ssize_t t, e, P = self.P, sp = self.sp, ye
         cdef Py_ssize_t t1 = (b + 1) * CHUNK, i = self.si, bk = -1, bq = -1
-        cdef double g1 = self.sg1, h11 = self.sh11, gn, best = -1.0
+        cdef double g1 = self.sg1, h11 = self.sh11, gn, best = -1.0, g2
         cdef const double* Ki = self.pKi
         cdef const double* Mrow = self.sMrow
         cdef const Py_ssize_t* work = &self.work_idx[0]
         cdef const Example* ex = self.ex
         cdef int c
+        cdef bint slot_partner = self.slot_partner and self.centred
+        cdef mask_t bit = (<mask_t>1) << sp
         if t1 > self.n_work:
             t1 = self.n_work
         for t in range(b * CHUNK, t1):
             e = work[t]
             if e != i:
                 c = ex[e].cand_idx
-                if c < 0:
-                    continue
-                gn = _gain(g1, ex[e].cand_g, h11, Mrow[c] * Ki[e], ex[e].cand_h)
-                if gn > best:
-                    best = gn
-                    bk = e
-                    bq = c % P
+                if c >= 0:
+                    gn = _gain(g1, ex[e].cand_g, h11, Mrow[c] * Ki[e], ex[e].cand_h)
+                    if gn > best:
+                        best = gn
+                        bk = e
+                        bq = c % P
+                if slot_partner:
+                    ye = ex[e].y
+                    if c != ye * P + sp and (self.actmask[ye] & bit):
+                        g2 = ex[e].sigma - self.F[e, sp] - self.gamma[ye, sp]
+                        if (g2 < 0 and (ex[e].upmask & bit)) or \
+                                (g2 > 0 and (ex[e].posmask & bit)):
+                            gn = _gain(g1, g2, h11, Mrow[ye * P + sp] * Ki[e],
+                                       self.Mdiag[ye, sp] * (self.kdiag[e] + self.shift[e]))
+                            if gn > best:
+                                best = gn
+                                bk = e
+                                bq = sp
                 continue
             self._partner_in(i, self.sKii, &best, &bk, &bq)
         self.cbest[b] = best

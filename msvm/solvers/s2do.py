@@ -56,7 +56,8 @@ OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size", "cache_dtype
                      "certify"})
 STOPPING_RULE = "kkt_violation"
 #: The switches of :func:`solve` that only make the loop faster (all False: Algorithm 3).
-ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch")
+ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch",
+                 "slot_partner")
 #: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
 BLAS_THREADS = True
 
@@ -66,8 +67,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", trace: float | None = None,
           tune_threads: bool = True, lazy: bool = True, block_steps: bool = True,
-          block_size: int = 8, focus: bool = True, prefetch: bool = True, test_set=None,
-          certify: bool = False) -> DualSolution:
+          block_size: int = 8, focus: bool = True, prefetch: bool = True,
+          slot_partner: bool = True, test_set=None, certify: bool = False) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -145,6 +146,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         violating examples whose rows are not cached yet (one ``dgemm``
         instead of several ``dgemv``), while the cache has never-used slots
         (default).
+    slot_partner : bool
+        Fast path, sum-to-zero machines (LLW, M-SVM²): the second-variable search
+        also reads, in every example, the variable of the first variable's slot,
+        the one the first is coupled to most strongly (M = δ − 1/Q), besides the
+        example's most violating variable (default).  Other machines ignore it.
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
@@ -215,6 +221,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     state.block_steps = bool(block_steps)
     state.block_size = int(block_size)
     state.prefetch = bool(prefetch)
+    state.slot_partner = bool(slot_partner)
     if not focus:
         state.focus_size = 0
     n_start = state.n_iter
