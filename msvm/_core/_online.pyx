@@ -64,8 +64,9 @@ one or two patterns it touched cost O(P), since their rows of F are kept exact
 with the few kernel values among them.  So after the first 2-D step the
 solver goes on inside that *block* (first variable by violation, second by
 gain among the block's variables) until the block's largest violation is
-below a tenth of the first variable's (as S2DO, :mod:`msvm._core._steps`), then one pass
-brings every other pattern up to date with the block's summed β deltas.
+below a tenth of the first variable's (as S2DO, :mod:`msvm._core._steps`),
+then one pass brings every other pattern up to date with the block's summed
+β deltas.
 In that pass a pattern whose violation, raised by the most the block can have
 moved it, stays well below the leader's is left *cold* (its violation becomes
 that upper bound; its extremes wait for a rescan), under the shared control
@@ -184,9 +185,8 @@ cdef enum:
 # Prefetch (see OnlineState._prefetch): rows of up to PREFETCH upcoming stream
 # patterns in one dgemm, once there are PREFETCH_MIN support patterns.
 cdef enum:
-    PREFETCH_ROWS = 16
-cdef Py_ssize_t PREFETCH = PREFETCH_ROWS
-cdef Py_ssize_t PREFETCH_MIN = 64
+    PREFETCH = 16
+    PREFETCH_MIN = 64
 
 #: Names of the step types, in the order of the counters.
 STEP_NAMES = ("two_news", "two_old", "two_old_supports")
@@ -759,7 +759,7 @@ cdef class OnlineState:
         cdef Py_ssize_t n = self.n_sp, d = self.d, u, b, g, nb = 0, c
         cdef KernelSpec spec = KernelSpec(self.kcode, self.kgamma, self.kdegree, self.kcoef0)
         cdef RowSource rows = dense_rows(self.Xs, d, self.sq)
-        cdef double qsq[PREFETCH_ROWS]
+        cdef double qsq[PREFETCH]
         cdef double* p
         self.pf_n = 0
         if self.layout != DENSE or self.kcode == LAPLACE or d == 0 or n < PREFETCH_MIN:
