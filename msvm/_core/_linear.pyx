@@ -102,6 +102,18 @@ cdef double SLOT_MARGIN = 1.0
 cdef double UNSHRINK_FIRST = 0.1
 cdef double UNSHRINK_FACTOR = 0.5
 
+cdef inline void _add_scaled(double* f, const double* row, double v, bint full, Py_ssize_t Q,
+                            const int* cols, Py_ssize_t ncols) noexcept nogil:
+    """f += v · row on every column (``full``) or on the ncols listed in cols."""
+    cdef Py_ssize_t c, t
+    if full:
+        for c in range(Q):
+            f[c] += row[c] * v
+    else:
+        for t in range(ncols):
+            f[cols[t]] += row[cols[t]] * v
+
+
 cdef enum:
     STATUS_OPTIMAL = 0
     STATUS_MAX_ITER = 1
@@ -578,9 +590,8 @@ cdef class LinearState:
         O(nnz(x_i)·(columns read)).  (Slots are shrunk only for machines that are
         not sum-to-zero, whose gradient would need every column through S.)
         """
-        cdef Py_ssize_t k, j, c, t, Q = self.Q, ncols
+        cdef Py_ssize_t k, j, c, Q = self.Q, ncols
         cdef double v
-        cdef const double* row
         cdef double* f = self.f
         cdef int* cols = self.cols
         cdef bint full
@@ -593,26 +604,14 @@ cdef class LinearState:
             self.n_score_ops += (self.ptr[i + 1] - self.ptr[i]) * ncols
             for k in range(self.ptr[i], self.ptr[i + 1]):
                 v = self.Xd[k]
-                row = &self.Wt[self.ind[k], 0]
-                if full:
-                    for c in range(Q):
-                        f[c] += row[c] * v
-                else:
-                    for t in range(ncols):
-                        f[cols[t]] += row[cols[t]] * v
+                _add_scaled(f, &self.Wt[self.ind[k], 0], v, full, Q, cols, ncols)
         else:
             for j in range(self.d):
                 v = self.Xm[i, j]
                 if v == 0.0:
                     continue
                 self.n_score_ops += ncols
-                row = &self.Wt[j, 0]
-                if full:
-                    for c in range(Q):
-                        f[c] += row[c] * v
-                else:
-                    for t in range(ncols):
-                        f[cols[t]] += row[cols[t]] * v
+                _add_scaled(f, &self.Wt[j, 0], v, full, Q, cols, ncols)
         if self.shift != 0.0:
             for c in range(Q):
                 f[c] += self.shift * self.B[i, c]
