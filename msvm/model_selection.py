@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
@@ -157,11 +157,16 @@ def _check_n_jobs(n_jobs) -> None:
 def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     """The estimator as the tasks of a map over ``n_jobs`` use it (nested-parallelism guard).
 
-    When tasks run in parallel, an estimator asking for every core
-    (``n_jobs < 0``) gets one solver thread, so that p tasks use p cores.
+    When p tasks run in parallel, an estimator asking for more solver threads
+    than cores / p (``n_jobs < 0``: every core) gets cores / p (at least
+    one), as joblib's worker processes get by default, so that the tasks
+    together do not ask for more threads than there are cores.
     """
-    if effective_n_jobs(n_jobs) > 1 and estimator.n_jobs is not None and estimator.n_jobs < 0:
-        return clone(estimator).set_params(n_jobs=1)
+    tasks = effective_n_jobs(n_jobs)
+    if tasks > 1 and estimator.n_jobs is not None:
+        share = max(cpu_count() // tasks, 1)
+        if estimator.n_jobs < 0 or estimator.n_jobs > share:
+            return clone(estimator).set_params(n_jobs=share)
     return estimator
 
 

@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 import pytest
-from joblib import parallel_backend, parallel_config
+from joblib import cpu_count, parallel_backend, parallel_config
 from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
@@ -95,8 +95,9 @@ class _Recording(MultiClassSVC):
         return options
 
 
-def test_tasks_run_one_solver_thread_each(wine):
-    """Nested parallelism: n_jobs=-1 on the estimator means one thread inside parallel tasks."""
+def test_tasks_share_the_cores(wine):
+    """Nested parallelism: inside p parallel tasks an estimator gets at most cores / p
+    solver threads (n_jobs=-1 or more than that share), as joblib's workers do."""
     X, y = wine
     grid = {"C": [1.0], "gamma": [0.1, 0.5]}
     base = _Recording(model="msvm2", tol=1e-4, n_jobs=-1)
@@ -106,7 +107,16 @@ def test_tasks_run_one_solver_thread_each(wine):
     _Recording.threads = []
     with parallel_backend("threading"):
         RadiusMarginSearch(base, grid, n_jobs=2).fit(X, y)
-    assert _Recording.threads == [1, 1]  # two tasks at once (one per γ): one thread each
+    share = max(cpu_count() // 2, 1)
+    assert _Recording.threads == [share, share]  # two tasks at once (one per γ)
+    _Recording.threads = []
+    with parallel_backend("threading"):
+        RadiusMarginSearch(base.set_params(n_jobs=2 * share + 1), grid, n_jobs=2).fit(X, y)
+    assert _Recording.threads == [share, share]
+    _Recording.threads = []
+    with parallel_backend("threading"):
+        RadiusMarginSearch(base.set_params(n_jobs=1), grid, n_jobs=2).fit(X, y)
+    assert _Recording.threads == [1, 1]   # within the share: as set
 
 
 def test_n_jobs_none_is_one_thread_inside_a_joblib_context(wine):
@@ -143,3 +153,14 @@ def test_bad_n_jobs(wine):
             RadiusMarginSearch(param_grid={"C": [1.0]}, n_jobs=bad).fit(X, y)
         with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
             loo_error(MultiClassSVC(), X, y, n_jobs=bad)
+
+
+def test_solver_threads_honour_the_openmp_limit():
+    """OMP_NUM_THREADS / threadpoolctl's OpenMP limit caps msvm's solver threads."""
+    from threadpoolctl import threadpool_limits
+
+    from msvm.solvers._common import n_threads
+
+    assert n_threads(None) == 1 and n_threads(1) == 1
+    with threadpool_limits(limits=1, user_api="openmp"):
+        assert n_threads(2) == 1 and n_threads(-1) == 1

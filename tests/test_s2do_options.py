@@ -17,6 +17,7 @@ from msvm import MultiClassSVC
 from msvm._core._kernel_cache import KernelCache
 from msvm.diagnostics import diagnose
 from msvm.solvers import get_solver, s2do
+from msvm.solvers._common import ContentionWatch
 
 from problem_factory import blobs, make_problem
 
@@ -128,6 +129,44 @@ def test_two_threads_give_identical_iterates(model):
     # The tuned run takes whichever thread count is faster: same iterates again.
     tuned = s2do.solve(problem, tol=1e-4, n_jobs=2, cache_size=1.0)
     np.testing.assert_array_equal(one.alpha, tuned.alpha)
+
+
+def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
+    """The contention watch (every slice measured as contended here) takes the loop to
+    one thread and back many times during a run; the iterates stay those of one thread."""
+    X, y = blobs(4, 5, 700, spread=2.0)
+    problem = make_problem("ww", X, y, C=2.0)
+    one = s2do.solve(problem, tol=1e-6, n_jobs=1, cache_size=1.0)
+    monkeypatch.setattr(ContentionWatch, "CONTENDED", -1.0)
+    monkeypatch.setattr(ContentionWatch, "PROBE", 1e-4)
+    monkeypatch.setattr(ContentionWatch, "HOLD", 1e-4)
+    switched = s2do.solve(problem, tol=1e-6, n_jobs=2, cache_size=1.0)
+    assert switched.info["n_serial_switches"] >= 2
+    assert switched.info["n_parallel_iter"] < switched.n_iter
+    np.testing.assert_array_equal(one.alpha, switched.alpha)
+    np.testing.assert_array_equal(one.scores, switched.scores)
+
+
+def test_contention_watch_holds_one_thread_longer_while_the_cores_stay_busy(monkeypatch):
+    """Busy slices halve the loop's threads to one for a hold that doubles; a free slice
+    resets it; each return to all threads starts with a probe slice."""
+    # Seconds waited so far, as read at the watch's start and before and after each slice.
+    waits = iter([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: next(waits)))
+    monkeypatch.setattr(ContentionWatch, "HOLD", 1e-9)
+    calls = []
+    watch = ContentionWatch(2, calls.append, 0.5)
+    assert watch.enabled and watch.next_slice() == watch.PROBE
+    watch.after_slice()                 # waited 1 s in a slice of microseconds: busy
+    assert calls == [1] and watch.n_serial == 1 and watch.hold == 2e-9
+    watch.after_slice()                 # the hold is over: all threads, a probe first
+    assert calls == [1, 2] and watch.next_slice() == watch.PROBE
+    watch.after_slice()                 # busy again: a longer hold
+    assert calls == [1, 2, 1] and watch.n_serial == 2 and watch.hold == 4e-9
+    watch.after_slice()
+    watch.after_slice()                 # no wait: the threads stay, full slices, hold reset
+    assert calls == [1, 2, 1, 2] and watch.next_slice() == 0.5 and watch.hold == 1e-9
+    assert not ContentionWatch(1, calls.append, 0.5).enabled
 
 
 def test_kernel_rows_do_not_depend_on_threads():

@@ -469,7 +469,7 @@ cdef class S2DOState:
 
     # Parallel fast path: threads, working-set flags, per-chunk results and the
     # read-only inputs of one pass / one selection (set before the parallel loop).
-    cdef public int n_threads
+    cdef readonly int n_threads          # set by set_threads
     cdef public bint tune_threads
     cdef int cur_threads
     cdef int tune_phase
@@ -564,17 +564,10 @@ cdef class S2DOState:
                  const double[::1] shift, double tol,
                  bint centred, bint shrinking=True, fast=None, int n_threads=1):
         cdef Py_ssize_t i, n_chunks
-        if n_threads < 1:
-            raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
-        self.n_threads = n_threads
         self.tune_threads = True
-        self.cur_threads = n_threads
-        self.tune_phase = 0
-        self.tune_count = 0
-        self.tune_t0 = -1.0
-        self.tune_losses = 0
         self.n_parallel_iter = 0
         self.kc = kc
+        self.set_threads(n_threads)
         self.y = y
         self.alpha = alpha
         self.m = alpha.shape[0]
@@ -1873,6 +1866,20 @@ cdef class S2DOState:
         if self.focus_on:
             with nogil:
                 self._leave_focus()
+
+    def set_threads(self, int n_threads):
+        """Run on ``n_threads`` threads from the next step on, the Gram rows of the
+        cache included, and start the thread tuning (``_tune``) afresh.  The
+        iterates do not depend on it (see the module docstring)."""
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
+        self.n_threads = n_threads
+        self.cur_threads = n_threads
+        self.kc.n_threads = n_threads
+        self.tune_phase = 0
+        self.tune_count = 0
+        self.tune_t0 = -1.0
+        self.tune_losses = 0
 
     @property
     def lazy_enabled(self):

@@ -22,6 +22,7 @@ implementation here, so that every solver does it the same way:
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -279,13 +280,30 @@ def check_trace(trace, test_set=None) -> None:
 
 
 def n_threads(n_jobs) -> int:
-    """Threads for ``n_jobs`` (joblib's convention: None → 1, −1 → all cores)."""
+    """Threads for ``n_jobs`` (joblib's convention: None → 1, −1 → all cores).
+
+    More than one thread is capped by the OpenMP runtime's limit, as read by
+    ``threadpoolctl``: ``OMP_NUM_THREADS``, ``threadpool_limits(…,
+    user_api="openmp")`` and joblib's limit on the threads of its worker
+    processes (``inner_max_num_threads``, by default cores / workers) then
+    hold for msvm's solver threads too, so that ``GridSearchCV(n_jobs=2)``
+    over ``MultiClassSVC(n_jobs=2)`` does not run four threads on two cores.
+    """
     from joblib import effective_n_jobs
 
     if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool)
                                or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
-    return max(1, int(effective_n_jobs(n_jobs)))
+    threads = max(1, int(effective_n_jobs(n_jobs)))
+    if threads > 1:
+        from threadpoolctl import ThreadpoolController
+
+        import msvm._core._s2do  # noqa: F401  (loads the OpenMP runtime the solvers use)
+
+        limits = [lib["num_threads"] for lib in
+                  ThreadpoolController().select(user_api="openmp").info()]
+        threads = min([threads, *limits])
+    return max(threads, 1)
 
 
 def float32(cache_dtype) -> bool:
@@ -332,6 +350,98 @@ def drive(run: Callable[[], int], after: Callable[[int], None] | None = None,
             return code
         if stall is not None and stall.stalled():
             return STALLED
+
+
+class ContentionWatch:
+    """Run a multi-threaded compiled loop on one thread while other processes hold the cores.
+
+    The threads of a compiled loop meet at a barrier every few tens of
+    microseconds; when another process holds a core, the thread that is not
+    scheduled stalls its partners at every barrier for a whole time slice of
+    the scheduler, and two threads run slower than one.  The loop's own
+    timing of one thread against all (S2DO's ``_tune``) cannot see this
+    reliably: its two windows fall in different phases of the run.  The
+    scheduler can: ``/proc/self/task/*/schedstat`` (Linux) gives each thread's
+    time spent runnable but waiting for a CPU.  Between time slices
+    (:func:`drive`), when the process's threads waited more than
+    ``CONTENDED`` of the slice's wall-clock time, the loop goes down to one
+    thread (``set_threads(1)``) for ``hold`` seconds, then tries all its
+    threads again for a short slice (``PROBE`` seconds); ``hold`` doubles each
+    time the cores are still busy, up to ``MAX_HOLD``.  The iterates do not
+    depend on the number of threads, only the speed does.  Without
+    ``schedstat`` (other systems) the watch does nothing.
+
+    Parameters
+    ----------
+    threads : int
+        The loop's threads when the cores are free.
+    set_threads : callable
+        ``set_threads(n)`` makes the loop run on ``n`` threads from its next step.
+    slice_length : float
+        Seconds of a time slice while the threads run unopposed.
+    """
+
+    PROBE = 0.05
+    CONTENDED = 0.2
+    HOLD = 1.0
+    MAX_HOLD = 32.0
+
+    def __init__(self, threads: int, set_threads: Callable[[int], None], slice_length: float):
+        self.threads = threads
+        self.set_threads = set_threads
+        self.slice_length = slice_length
+        self.enabled = threads > 1 and self._waited() is not None
+        self.serial_until: float | None = None   # perf_counter() time of the next probe
+        self.probing = True                       # the threads' next slice is a probe
+        self.hold = self.HOLD
+        self.n_serial = 0                         # times the loop went down to one thread
+        self._start()
+
+    @staticmethod
+    def _waited() -> float | None:
+        """Seconds the process's threads have waited for a CPU (None: not available)."""
+        total = 0
+        try:
+            for task in os.scandir("/proc/self/task"):
+                with open(os.path.join(task.path, "schedstat")) as f:
+                    total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        return total * 1e-9
+
+    def _start(self) -> None:
+        self.t0, self.wait0 = time.perf_counter(), self._waited() if self.enabled else None
+
+    def next_slice(self) -> float:
+        """Seconds of the next time slice."""
+        if not self.enabled:
+            return self.slice_length
+        if self.serial_until is not None:
+            return min(max(self.serial_until - time.perf_counter(), self.PROBE), self.slice_length)
+        return self.PROBE if self.probing else self.slice_length
+
+    def after_slice(self) -> None:
+        """Measure the slice that ended and choose the threads of the next one."""
+        if not self.enabled:
+            return
+        now, waited = time.perf_counter(), self._waited()
+        if waited is None:
+            self.enabled = False
+            return
+        if self.serial_until is None:      # the threads ran
+            if waited - self.wait0 > self.CONTENDED * (now - self.t0):
+                self.set_threads(1)
+                self.serial_until = now + self.hold
+                self.hold = min(2.0 * self.hold, self.MAX_HOLD)
+                self.n_serial += 1
+            else:
+                self.hold = self.HOLD
+            self.probing = False
+        elif now >= self.serial_until:
+            self.set_threads(self.threads)
+            self.serial_until = None
+            self.probing = True
+        self._start()
 
 
 class Clock:

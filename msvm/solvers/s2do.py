@@ -37,6 +37,7 @@ from msvm.solvers._common import (
     STATUS,
     TIME_UP,
     Clock,
+    ContentionWatch,
     check_trace,
     drive,
     float32,
@@ -112,12 +113,16 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         README's benchmark notes give the cost).
     n_jobs : int or None
         OpenMP threads for the Gram rows and the per-step passes over the
-        examples (joblib's convention: None means 1, −1 all cores).  The
-        result does not depend on it; the loop falls back to one thread for
-        as long as more threads are measured to be slower (busy cores).
+        examples (joblib's convention: None means 1, −1 all cores; at most
+        the OpenMP runtime's limit, see :func:`~msvm.solvers._common.n_threads`).
+        The result does not depend on it, only the speed does.
     tune_threads : bool
-        With ``n_jobs`` > 1, time one thread against all every few thousand
-        iterations and use the faster (default); False always uses all.
+        With ``n_jobs`` > 1 (default True): time one thread against all
+        every few thousand iterations and use the faster for the passes, and
+        run everything on one thread while other processes keep the cores
+        busy (:class:`~msvm.solvers._common.ContentionWatch`;
+        ``info["n_serial_switches"]`` counts its switches).  False always uses
+        all threads.
     lazy : bool
         Fast path: leave examples whose violation bound stays well below the
         largest violation un-refreshed until it comes near (default; paused
@@ -226,11 +231,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         state.focus_size = 0
     n_start = state.n_iter
 
+    watch = ContentionWatch(threads if tune_threads else 1, state.set_threads, slice_)
+
     def run() -> int:
         with limit_blas_threads(blas_threads):
-            return state.run(max(budget - (state.n_iter - n_start), 0), slice_)
+            return state.run(max(budget - (state.n_iter - n_start), 0), watch.next_slice())
 
     def after(code: int) -> None:
+        watch.after_slice()
         if trace is not None:
             record()
         if progress.due(final=code != TIME_UP):
@@ -270,6 +278,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_focus": int(state.n_focus),
             "n_threads": threads,
             "n_parallel_iter": int(state.n_parallel_iter),
+            "n_serial_switches": watch.n_serial,
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
             "cache_prefetched": int(cache.n_prefetched),
