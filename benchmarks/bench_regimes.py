@@ -52,6 +52,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -137,14 +138,17 @@ def run_one(spec: dict) -> dict:
     return out
 
 
-def fit_msvm(config, X, y, X_test, y_test, n_jobs: int) -> dict:
+def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
+             window=contextlib.nullcontext) -> dict:
     """msvm's fit of ``config`` as :meth:`msvm.MultiClassSVC.fit` does it, with the solver's info.
 
     The fit is the estimator's advanced API (``prepare_fit``, the solver,
     ``set_solution``: what ``fit`` runs, certificate included), so that the
     solver's own counters (2-D steps, threads) are at hand; the time covers
     all three.  ``n_jobs`` goes to a solver that takes it (S2DO); the
-    Frank–Wolfe solver of the bias rows runs on one thread.
+    Frank–Wolfe solver of the bias rows runs on one thread.  ``window()`` is
+    a context manager around the timed part (:mod:`benchmarks.profile`
+    samples it alone).
     """
     from sklearn.exceptions import ConvergenceWarning
 
@@ -153,17 +157,17 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int) -> dict:
 
     est = MultiClassSVC(model=config.model, C=config.C, gamma=config.gamma, tol=config.tol,
                         cache_size=config.cache_size, fit_intercept=config.bias, n_jobs=n_jobs)
-    start = time.perf_counter()
-    setup = est.prepare_fit(X, y)
-    module = get_solver(setup.solver)
-    if "n_jobs" not in module.OPTIONS:
-        est.set_params(n_jobs=None)   # the solver is single-threaded: no "ignored" warning
-    options = est.solver_options(setup)
-    with warnings.catch_warnings():
+    with window(), warnings.catch_warnings():
+        start = time.perf_counter()
+        setup = est.prepare_fit(X, y)
+        module = get_solver(setup.solver)
+        if "n_jobs" not in module.OPTIONS:
+            est.set_params(n_jobs=None)   # the solver is single-threaded: no "ignored" warning
+        options = est.solver_options(setup)
         warnings.simplefilter("ignore", ConvergenceWarning)   # the status tells
         solution = module.solve(setup.problem, **options)
         est.set_solution(setup, solution)
-    fit_time = time.perf_counter() - start
+        fit_time = time.perf_counter() - start
     info = solution.info
     hits, misses = info.get("cache_hits", 0), info.get("cache_misses", 0)
     s2do = solution.solver == "s2do"
