@@ -131,11 +131,14 @@ serial loop, so the iterates are bit-identical whatever the number of threads
 stays serial per step: the block's 2-D steps, the β bookkeeping, the cache's
 LRU lists and the reductions over chunks.  Because a step costs only tens of
 microseconds, two barriers per step are cheap on idle cores but ruinous when
-other processes hold them; ``_tune`` therefore times one thread against all
-of them every few thousand steps and keeps the faster -- for the passes only:
-a block of Gram rows is milliseconds of work, so it always uses all threads
-(tuning it too computed most of the rows on one thread, in the first serial
-window).
+other processes hold them.  Two controls: ``_tune`` times one thread against
+all of them every few thousand steps and keeps the faster for the passes (a
+block of Gram rows is milliseconds of work and keeps all threads; tuning it
+too computed most of the rows on one thread, in the first serial window);
+and between time slices the driver's
+:class:`~msvm.solvers._common.ContentionWatch` reads from the scheduler how
+long the threads waited for a core and, while other processes hold the
+cores, runs everything on one thread (``set_threads``).
 
 Kernel rows.  When the first or second variable's row is missing and the
 cache still has never-used slots, it is computed in one block with the rows
