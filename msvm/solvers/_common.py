@@ -15,7 +15,8 @@ implementation here, so that every solver does it the same way:
 * :func:`limit_blas_threads`: the BLAS thread limit while a compiled loop runs;
 * :func:`drive`: the time-sliced call of a compiled loop, with the stall
   watch, and :data:`STATUS`: its return codes as the status names of
-  :class:`~msvm.problem.DualSolution`;
+  :class:`~msvm.problem.DualSolution`; :class:`ContentionWatch`: a
+  multi-threaded loop on one thread while other processes hold the cores;
 * :func:`warn_not_converged`: the one ``ConvergenceWarning`` of a run that
   ended before its stopping rule held.
 """
