@@ -402,7 +402,7 @@ cdef class S2DOState:
     cdef double[::1] lim           # C_i − eps_cap_i: a group at or above it is full
     cdef double[::1] eps_zero      # new values below it snap to 0
     cdef bint has_shift
-    cdef double tol
+    cdef public double tol      # stopping threshold (settable between runs)
     cdef bint centred, max_loss, shrinking
     cdef const Py_ssize_t[::1] y
     cdef double[:, ::1] alpha
@@ -1873,6 +1873,30 @@ cdef class S2DOState:
         if self.focus_on:
             with nogil:
                 self._leave_focus()
+
+    def retarget(self, gamma):
+        """Replace the target table γ (Q, P), keeping α and the scores F.
+
+        The scores do not depend on the targets, so only the gradients and the
+        per-example records change: a focus left open is closed, the shrunk
+        examples' scores are rebuilt and every example is put back in the
+        working set and refreshed (``_unshrink``), as at the start of a warm
+        solve but without recomputing F.  The caller keeps ``gamma`` alive
+        (it is read in place).  Used between the outer iterations of
+        :mod:`msvm.solvers.s2do_bias`, whose targets move with the bias.
+        """
+        cdef const double[:, ::1] g = gamma
+        if g.shape[0] != self.Q or g.shape[1] != self.P:
+            raise ValueError(f"gamma has shape {(g.shape[0], g.shape[1])}, expected "
+                             f"{(self.Q, self.P)}.")
+        self.gamma = g
+        with nogil:
+            if self.focus_on:
+                self._leave_focus()
+            self._unshrink()
+        self.n_unshrink -= 1    # not an unshrink of the solve's own
+        self.since_shrink = 0
+        self.tracked_J = self.objective()
 
     @property
     def lazy_enabled(self):

@@ -44,6 +44,7 @@ SOLVERS = {
     "cvxpy": "msvm.solvers.reference_cvxpy",
     "osqp": "msvm.solvers.reference_osqp",
     "s2do": "msvm.solvers.s2do",
+    "s2do_bias": "msvm.solvers.s2do_bias",
     "online": "msvm.solvers.online",
     "frank_wolfe": "msvm.solvers.frank_wolfe",
     "linear": "msvm.solvers.linear",
@@ -153,7 +154,7 @@ def resolve_solver(name: str, problem) -> str:
         if prefers_linear(problem):
             name = "linear"
         else:
-            name = "frank_wolfe" if problem.fit_intercept else "s2do"
+            name = "s2do_bias" if problem.fit_intercept else "s2do"
     module = get_solver(name)
     if problem.fit_intercept and not module.SUPPORTS_BIAS:
         raise ValueError(f"Solver {name!r} cannot handle a bias; use fit_intercept=False.")
