@@ -150,7 +150,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
             tol=inner_tol, centred=tables.centred,
-            shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast, n_threads=threads, **shared,
+            shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
+            n_threads=threads, **shared,
         )
     state.tune_threads = bool(s2do_options.get("tune_threads", True))
     state.lazy_enabled = bool(s2do_options.get("lazy", True))
