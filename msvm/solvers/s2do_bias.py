@@ -37,6 +37,8 @@ STOPPING_RULE = "kkt_violation"
 #: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
 BLAS_THREADS = True
 
+#: The equality residual a solution may keep after the repair, relative to the unit of α.
+EQUALITY_RTOL = 1e-10
 #: Rows of the Gram matrix fetched at a time when the repaired examples' scores are updated.
 _ROW_CHUNK = 256
 #: Default penalty ρ of the augmented Lagrangian, in units of the largest kernel diagonal.
@@ -230,7 +232,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                                f"with an equality residual of {r_max:.3e}")
         # Best effort: feasible α, scores of the user's kernel.
         F = state.scores() - rho * residual[None, :]
-        alpha_out, F = _repaired(problem, cache, rho, alpha, F)
+        repaired = _repaired(problem, cache, rho, alpha, F)
+        alpha_out, F = (alpha, F) if repaired is None else repaired
     else:
         alpha_out, F = verified
     alpha[...] = alpha_out
@@ -273,18 +276,62 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     )
 
 
-def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
-              F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α with the equality round-off repaired (a copy) and its scores F̄ = K'β̄.
+def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
+    """α moved by the least-norm δ with A(α + δ) = 0 on its positive variables, or None.
 
-    ``F`` are the scores of ``alpha`` (user's kernel); the examples that the
-    least-norm repair (:func:`msvm.diagnostics.repair_equality`) moves get their
-    rows from ``cache`` (rows of k + ρ, hence the correction by ρ Σ Δβ).
+    A variable of a full slack group moves only with the others of its group,
+    their sum kept (one more row per full group; :func:`msvm.diagnostics.
+    repair_equality`, meant for round-off, does not look at the groups).  None
+    when no such δ keeps every constraint (α ≥ 0, slack groups ≤ C_i); a
+    residual already below :data:`EQUALITY_RTOL` is left alone.
     """
-    from msvm.diagnostics import repair_equality
-
     out = alpha.copy()
-    repair_equality(problem, out, problem.capacity)
+    A = problem.equality_matrix()
+    residual = A @ out.ravel()
+    scale = max(problem.scale, float(out.max(initial=0.0)))
+    if np.max(np.abs(residual), initial=0.0) <= EQUALITY_RTOL * scale:
+        return out
+    movable = (out > 0) & problem.active
+    free = np.flatnonzero(movable.ravel())
+    if len(free) == 0:
+        return None
+    # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
+    # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
+    At = A[:, free].copy()
+    hinge = problem.machine.loss == "hinge"
+    if hinge:
+        P, R = problem.n_slots, max(problem.machine.n_slacks, 1)
+        i, p = np.divmod(free, P)
+        r = problem.slack[i, p]
+        full = problem.slack_sums(out)[i, r] >= problem.capacity[i] * (1 - 1e-12)
+        groups, inverse = np.unique(i[full] * R + r[full], return_inverse=True)
+        count = np.bincount(inverse, minlength=len(groups))
+        mean = np.zeros((At.shape[0], len(groups)))
+        for k in range(At.shape[0]):
+            mean[k] = np.bincount(inverse, weights=At[k, full], minlength=len(groups)) / count
+        At[:, full] -= mean[:, inverse]
+    lam = np.linalg.lstsq(At @ At.T, -residual, rcond=None)[0]
+    delta = At.T @ lam
+    flat = out.reshape(-1)
+    flat[free] += delta
+    if np.any(flat[free] < 0):
+        return None
+    if hinge and np.any(problem.slack_sums(out) > problem.capacity[:, None] * (1 + 1e-12)):
+        return None
+    return out
+
+
+def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
+              F: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """α with the equality residual repaired (:func:`_repair`) and its scores F̄ = K'β̄.
+
+    ``F`` are the scores of ``alpha`` (user's kernel); the examples the repair
+    moves get their rows from ``cache`` (rows of k + ρ, hence the correction by
+    ρ Σ Δβ).  None when the repair fails.
+    """
+    out = _repair(problem, alpha)
+    if out is None:
+        return None
     moved = np.flatnonzero(np.any(out != alpha, axis=1))
     if len(moved) == 0:
         return out, F
@@ -309,7 +356,13 @@ def _verify(problem: DualProblem, cache, rho: float, alpha: np.ndarray, F: np.nd
     """
     from msvm.diagnostics import bias_from_kkt, kkt_violation
 
-    out, F = _repaired(problem, cache, rho, alpha, F)
+    repaired = _repaired(problem, cache, rho, alpha, F)
+    if repaired is None:
+        return None
+    out, F = repaired
+    scale = max(problem.scale, float(out.max(initial=0.0)))
+    if np.max(np.abs(problem.equality_residual(out)), initial=0.0) > EQUALITY_RTOL * scale:
+        return None
     grad = problem.gradient(out, F)
     b, _ = bias_from_kkt(problem, out, grad, F)
     G = np.where(problem.active, grad + np.einsum("ipc,c->ip", problem.nu[problem.y], b), 0.0)
