@@ -160,3 +160,38 @@ def test_verbose_progress(capsys):
     X, y = blobs(0, 3, 60)
     s2do_bias.solve(make_problem("ww", X, y, bias=True), tol=1e-8, verbose=True)
     assert "s2do_bias" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "precomputed"])
+@pytest.mark.parametrize("float32", [False, True])
+def test_cache_offset(kernel, float32):
+    """The cache serves rows of k + offset, and add_offset moves cached and later rows."""
+    from msvm.kernels import Kernel
+
+    X, _ = blobs(0, 3, 40)
+    base = Kernel(X, "rbf" if kernel == "precomputed" else kernel, gamma=0.5)
+    K = base.gram()
+    kern = Kernel(K, "precomputed") if kernel == "precomputed" else base
+    cache = kern.cache(1.0, float32=float32, offset=0.25)
+    rtol = 1e-6 if float32 else 1e-14
+    np.testing.assert_allclose(cache.rows([3, 7]), K[[3, 7]] + 0.25, rtol=rtol, atol=rtol)
+    cache.add_offset(0.5)
+    assert cache.offset == pytest.approx(0.75)
+    np.testing.assert_allclose(cache.rows([3, 7, 11]), K[[3, 7, 11]] + 0.75, rtol=rtol,
+                               atol=rtol * 10)
+    if kernel == "precomputed":
+        np.testing.assert_array_equal(K, base.gram())    # the caller's matrix is untouched
+        with pytest.raises(ValueError, match="offset"):
+            kern.cache(1.0).add_offset(1.0)
+
+
+def test_penalty_grows_where_the_dual_is_flat():
+    """Few free variables (mmr on the checkerboard at C = 0.1: 9 of 100): the dual
+    function of b is flat, steps ρr are short, and ρ grows until the residual falls."""
+    from validation.checks import build_problem
+    from validation.problems import get_problem
+
+    problem = build_problem(get_problem("checker-q4"), "mmr", True, "rbf", 0.1)
+    solution = s2do_bias.solve(problem, tol=1e-6)
+    assert solution.info["rho_growths"] >= 1
+    _check(problem, solution, _reference(problem), 1e-6)

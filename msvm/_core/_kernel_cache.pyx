@@ -610,6 +610,44 @@ cdef class KernelCache:
                 memcpy(&o[r, 0], src, m * sizeof(double))
         return out
 
+    def add_offset(self, double delta):
+        """Add ``delta`` to every Gram entry: the cached rows, the diagonal, later rows.
+
+        O(cached rows · m).  The augmented Lagrangian of
+        :mod:`msvm.solvers.s2do_bias` raises its penalty this way without
+        computing a row again.  A precomputed Gram matrix must have been given
+        with a non-zero ``offset`` (the cache then owns a copy of it).
+        """
+        cdef Py_ssize_t m = self.n_samples, s, j
+        cdef double* row
+        cdef float* frow
+        if not np.isfinite(delta):
+            raise ValueError(f"delta must be finite, got {delta!r}.")
+        if self._precomputed:
+            if self.offset == 0.0:
+                raise ValueError("This cache serves the caller's Gram matrix; build it with "
+                                 "a non-zero offset to change the offset later.")
+            self._owner += delta          # the copy _X reads
+            for j in range(m):
+                self._diag[j] = self._X[j, j]
+            self.offset += delta
+            return
+        with nogil:
+            for s in range(self._n_used):
+                if self.float32:
+                    frow = self._fbuffer + s * m
+                    for j in range(m):
+                        frow[j] = <float> (frow[j] + delta)
+                else:
+                    row = self._buffer + s * m
+                    for j in range(m):
+                        row[j] = row[j] + delta
+            for j in range(m):
+                self._diag[j] = self._diag[j] + delta
+                if self.float32:
+                    self._diag[j] = <double> <float> self._diag[j]
+        self.offset += delta
+
     def cached_matmul(self, coef):
         """``K @ coef`` from the float64 rows already in the cache, and which rows those are.
 

@@ -1898,6 +1898,35 @@ cdef class S2DOState:
         self.since_shrink = 0
         self.tracked_J = self.objective()
 
+    def reoffset(self, double delta, colsum, gamma):
+        """Add ``delta`` to every Gram entry (the cache's and the scores'), then retarget.
+
+        ``colsum`` (Q,) is Σ_i β_i with the *uncentred* ν (the β of F = K'β), so
+        that F_ec grows by delta·colsum_c (and S_e by delta·Σ_c colsum_c).  The
+        scores of shrunk or parked examples are first rebuilt with the old rows.
+        Then as :meth:`retarget` with ``gamma``.
+        """
+        cdef const double[::1] cs = colsum
+        cdef Py_ssize_t e, c
+        cdef double total = 0.0
+        if cs.shape[0] != self.Q:
+            raise ValueError(f"colsum has {cs.shape[0]} entries, expected {self.Q}.")
+        with nogil:
+            if self.focus_on:
+                self._leave_focus()
+            self._rebuild_shrunk()
+        self.kc.add_offset(delta)
+        for c in range(self.Q):
+            total += cs[c]
+        with nogil:
+            for e in range(self.m):
+                for c in range(self.Q):
+                    self.F[e, c] = self.F[e, c] + delta * cs[c]
+                if self.centred:
+                    self.S[e] = self.S[e] + delta * total
+                self.kdiag[e] = self.kdiag[e] + delta
+        self.retarget(gamma)
+
     @property
     def lazy_enabled(self):
         """Whether cold examples are allowed (the module docstring); set by ``solve(lazy=)``."""

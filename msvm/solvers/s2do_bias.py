@@ -49,6 +49,9 @@ RHO = 0.1
 INNER_FRACTION = 0.5
 #: Outer iterations at most (each a warm-started S2DO solve).
 MAX_OUTER = 500
+#: Factor of ρ when the residual stops falling, and the largest ρ, relative to the first.
+RHO_GROWTH = 4.0
+RHO_MAX_FACTOR = 1e4
 #: The first inner solve stops at this multiple of ``tol`` (the multipliers are still far).
 FIRST_TOL = 10.0
 #: Later inner solves stop at this fraction of the last multiplier step (gradient units).
@@ -169,11 +172,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     # Outer iteration k solves to max(final_tol, OUTER_SLACK·|Δb_{k-1}|∞): the next
     # multiplier step moves every gradient by up to |Δb|, so a tighter solve is wasted.
     state.tol = max(final_tol, FIRST_TOL * tol)
-    n_outer, n_checks = 0, 0
+    n_outer, n_checks, n_growths = 0, 0, 0
+    rho_max = RHO_MAX_FACTOR * rho
+    grow = 1.0
+    # ν without centring, on the active slots: the β of the compiled scores F = K'β.
+    nu_plain = problem.machine.nu * problem.machine.active[:, :, None]
     history = []
     code = DONE
     residual = problem.equality_residual(alpha)
-    r_best = np.inf
+    r_last = np.inf
     verified = None
     where = {"outer": 0, "residual": float(np.max(np.abs(residual), initial=0.0))}
 
@@ -199,6 +206,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         history.append((int(state.n_iter - n_start), float(state.tol), r_max))
         if code != DONE:
             break
+        # The residual no longer falls fast: the multipliers' steps ρr are too short (a
+        # flat dual function: few free variables) or the residual is the inner solve's
+        # noise (about its tolerance / ρ).  Both call for a larger ρ.
+        grow = min(RHO_GROWTH, rho_max / rho) if r_max > 0.5 * r_last else 1.0
+        r_last = r_max
         if state.tol <= final_tol:
             # α solves the user's problem with the multipliers b + ρr up to the inner
             # tolerance and violates the equalities by r: repair them and measure the
@@ -209,17 +221,20 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             if verified is not None:
                 b = b + step
                 break
-            if r_max > 0.5 * r_best:
-                # The residual no longer falls: it is the inner solve's noise, so solve
-                # more accurately (the multipliers are as good as the inner accuracy).
-                final_tol = max(0.25 * final_tol, TOL_FLOOR)
-            r_best = min(r_best, r_max)
+            if grow > 1.0:
+                final_tol = max(0.5 * final_tol, TOL_FLOOR)   # the noise case
         if n_outer >= MAX_OUTER:
             break
         b = b + step
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
-        state.retarget(gamma)
+        if grow > 1.0:
+            colsum = np.einsum("ip,ipc->c", alpha, nu_plain[problem.y])
+            state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
+            rho = cache.offset
+            n_growths += 1
+        else:
+            state.retarget(gamma)
     progress.close()
     if code in (BUDGET, STALLED):
         warn_not_converged("s2do_bias", STATUS[code], f"max_iter={budget} iterations",
@@ -265,6 +280,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "rho": rho,
             "equality_residual": r_max,
             "n_checks": n_checks,
+            "rho_growths": n_growths,
             "outer_history": history,
             "n_steps": int(state.n_steps),
             "n_threads": threads,
