@@ -144,9 +144,10 @@ def resolve_solver(name: str, problem) -> str:
 
     ``'auto'`` picks ``'linear'`` for a linear kernel without a bias when a
     row of X is no longer than the number of rows (:func:`prefers_linear`),
-    else ``'s2do'`` for the bias-free machines and ``'frank_wolfe'`` (the
-    only decomposition solver that keeps the bias's equality constraints)
-    with a bias, whatever the size.  The reference QP solvers are never
+    else ``'s2do'`` for the bias-free machines and ``'s2do_bias'`` (the
+    method of multipliers over S2DO, every machine; ``'frank_wolfe'``, which
+    keeps the equalities in every step, stays selectable) with a bias,
+    whatever the size.  The reference QP solvers are never
     picked: their cost grows with the cube of the number of variables
     (``python -m benchmarks.bench_frank_wolfe``).
     """

@@ -1,6 +1,88 @@
 """S2DO with a bias: the method of multipliers over the bias-free S2DO loop.
 
-DOCSTRING_PLACEHOLDER
+With a bias the dual (DESIGN.md §2) gains the equality constraints
+
+    Aα = Σ_i β̄_i = 0 ∈ span(U),    β̄_i = Σ_p ν̄_{y_i,p} α_ip
+
+(:meth:`msvm.problem.DualProblem.equality_matrix`), whose multipliers are the
+bias b.  Frank–Wolfe (``solver='frank_wolfe'``) keeps them in every step; it
+stays selectable and is the cross-check of this module.
+
+The route, and why
+------------------
+Three exact routes were weighed (issue 21, item 4):
+
+* **Working sets that keep the equalities** (as SMO does for one bias).  A
+  2-D step keeps Q − 1 equalities only if its two ν̄ are parallel (WW/CS:
+  ν = e_y − e_p, so only pairs with the same {y, p}).  The feasible
+  direction (e_0 − e_1) + (e_1 − e_2) + (e_2 − e_0) of three examples of
+  classes 0, 1, 2 is no sum of such pairs, so for Q ≥ 3 pair steps that
+  stay feasible stall short of the optimum; working sets of ≥ Q variables
+  lose S2DO's closed-form step and its whole bookkeeping.
+* **Fixed b, outer Newton/bundle on b.**  φ(b) = min_α J(α) + bᵀAα is a
+  bias-free dual with shifted targets; it is concave, piecewise quadratic,
+  with gradient Aα*(b) and Hessian −A_F H_FF⁻¹ A_Fᵀ on the current free set
+  F (thousands of variables on usps), which changes with the active set; a
+  bundle method needs many exact inner solves.
+* **The method of multipliers (chosen).**  The augmented Lagrangian
+
+      L_ρ(α, b) = J(α) + bᵀAα + (ρ/2)‖Aα‖²
+
+  is again a bias-free dual of the same machine: ‖Aα‖² = Σ_ij β̄_iᵀβ̄_j, so
+  the penalty is the constant ρ added to every Gram entry (the cache's
+  ``offset``: rows of k + ρ, no change to the loop), and bᵀAα =
+  Σ α_ip ν̄_{y_i,p}·b only shifts the per-(class, slot) target table,
+  γ_{y,p} ← γ_{y,p} − ν̄_{y,p}·b (``S2DOState.retarget`` keeps α and the
+  scores F, which do not depend on it, and refreshes the gradients).  Its
+  gradient is ν̄·(F̄ + b + ρAα) − γ: an inner optimum α is a KKT point of
+  the user's problem with the multipliers b + ρAα, off the equalities by the
+  residual r = Aα, hence the update b ← b + ρr (a proximal-point step on
+  φ).  Every inner solve is the fast compiled S2DO, warm-started.
+
+Measured (usps, WW C = 25 / CS C = 2.5, γ = 0.0331574, tol 1e-3, 2 shared
+cores, so seconds are noisy; iterations are S2DO's): without a bias S2DO
+takes 2 538 iterations (≈ 4 s) on WW.  With every inner solve at the final
+tolerance and the stop on a fixed residual bound, ρ = 1 took 3 outer
+iterations and 10 552 inner ones (8.3 s), ρ = 0.3: 7 900 (4.9 s), and ρ = 0.1
+needed 136 outer iterations (5.9 s) because its residual sits at the inner
+solve's noise (≈ tol/ρ) above the bound.  A large ρ converges the
+multipliers in fewer outer iterations, but the constant kernel couples every
+example (a step moves every gradient), and S2DO needs more steps.  With the
+stopping rule and schedule below: ρ = 0.1 takes 3 outer iterations and
+6 082 inner ones on WW (4.3–5.3 s), 4 233 on CS (4.1–4.6 s); ρ = 0.3: 8 025,
+ρ = 1: 11 156.  On 2 000 examples ρ = 0.1, 0.3, 1 take 3 498, 4 306 and
+5 538 iterations.  Frank–Wolfe takes about 120 s on each.
+
+Stopping rule (the certificate decides)
+---------------------------------------
+The inner solves stop at S2DO's KKT rule; the first at ``FIRST_TOL``·tol,
+each later one at the larger of ``OUTER_SLACK``·‖Δb‖∞ (the next multiplier
+step moves every gradient by up to ‖Δb‖∞) and ``inner_fraction``·tol.  After
+an inner solve at the final tolerance, the residual r is removed by the
+least-norm move of the positive variables (a full slack group moves at
+constant sum; :func:`_repair`), the scores are updated from the cached rows,
+and the certificate the estimator will compute -- b from the KKT
+conditions (:func:`msvm.diagnostics.bias_from_kkt`) and the largest KKT
+violation with it (:func:`msvm.diagnostics.kkt_violation`) -- must be within
+``tol``, with the equalities at :data:`EQUALITY_RTOL`.  Otherwise the outer
+loop goes on.  So ``status='optimal'`` means what it means for S2DO: the
+estimator's own check (``STOPPING_RULE = 'kkt_violation'``) passes on the
+float64 scores.
+
+The penalty.  ρ starts at :data:`RHO` times the largest k'(x, x).  When the
+residual does not halve in an outer iteration, ρ grows by
+:data:`RHO_GROWTH` (at most :data:`RHO_MAX_FACTOR` times the start): the
+multipliers' steps ρr are too short where the dual function of b is flat
+(few free variables, e.g. mmr at C = 0.1 on the checkerboard), or the
+residual is the inner noise.  The cached rows and the scores are shifted in
+place (``KernelCache.add_offset``, ``S2DOState.reoffset``: F += Δρ Σ_i β_i),
+no row is computed again.  At the final tolerance a stalled residual also
+halves the inner tolerance.
+
+Machines: every row of the table (the loop reads the machine's arrays; WW,
+CS, LLW, M-SVM² take S2DO's fast path).  Limits: on degenerate duals (a
+linear kernel of rank ≪ m) a pair method needs many steps at tight tol, as
+S2DO without a bias does (10⁶ steps for tol = 1e-7 on a 2-D ATS problem).
 """
 
 from __future__ import annotations
