@@ -317,6 +317,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             n_growths += 1
         else:
             state.retarget(gamma)
+    if progress.due(final=True):
+        progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+                        hits=cache.n_hits, misses=cache.n_misses, final=True,
+                        extra=f"outer {n_outer} |Σβ̄| {r_max:.1e}")
     progress.close()
     if code in (BUDGET, STALLED):
         warn_not_converged("s2do_bias", STATUS[code], f"max_iter={budget} iterations",
