@@ -195,3 +195,16 @@ def test_penalty_grows_where_the_dual_is_flat():
     solution = s2do_bias.solve(problem, tol=1e-6)
     assert solution.info["rho_growths"] >= 1
     _check(problem, solution, _reference(problem), 1e-6)
+
+
+@pytest.mark.parametrize("cache_dtype", ["float64", "float32"])
+@pytest.mark.parametrize("model", ["ww", "llw", "msvm2"])
+def test_scores_are_those_of_the_users_kernel(model, cache_dtype):
+    """The cache serves k + ρ; the returned and certified scores are K'β̄ without it."""
+    X, y = blobs(8, 3, 70, spread=1.5)
+    problem = make_problem(model, X, y, C=1.0, bias=True)
+    solution = s2do_bias.solve(problem, tol=1e-8, certify=True, cache_dtype=cache_dtype)
+    exact = problem.scores(problem.beta(solution.alpha))
+    np.testing.assert_allclose(solution.certified_scores, exact, atol=1e-10)
+    atol = 1e-10 if cache_dtype == "float64" else 1e-5
+    np.testing.assert_allclose(solution.scores, exact, atol=atol)
