@@ -51,7 +51,11 @@ example (a step moves every gradient), and S2DO needs more steps.  With the
 stopping rule and schedule below: ρ = 0.1 takes 3 outer iterations and
 6 082 inner ones on WW (4.3–5.3 s), 4 233 on CS (4.1–4.6 s); ρ = 0.3: 8 025,
 ρ = 1: 11 156.  On 2 000 examples ρ = 0.1, 0.3, 1 take 3 498, 4 306 and
-5 538 iterations.  Frank–Wolfe takes about 120 s on each.
+5 538 iterations.  ``python -m benchmarks.bench_regimes usps-ww-bias
+usps-cs-bias --repeat 1 --peers sklearn`` (one rough run, n_jobs=2): 3.86 s
+against SVC's 9.22 s, and 2.79 s against 5.93 s; Frank–Wolfe took 161 s on
+usps-ww-bias (same predictions, dual within 7e-7) and on usps-cs-bias stopped
+'stalled' after 7 s far from the optimum (dual 122.5 of 801.5).
 
 Stopping rule (the certificate decides)
 ---------------------------------------
@@ -119,6 +123,9 @@ STOPPING_RULE = "kkt_violation"
 #: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
 BLAS_THREADS = True
 
+#: The certificate must hold at this fraction of ``tol``: the estimator recomputes the
+#: scores in float64 (``certify``), which moves the violation by round-off.
+VERIFY_FRACTION = 0.99
 #: The equality residual a solution may keep after the repair, relative to the unit of α.
 EQUALITY_RTOL = 1e-10
 #: Rows of the Gram matrix fetched at a time when the repaired examples' scores are updated.
@@ -468,4 +475,4 @@ def _verify(problem: DualProblem, cache, rho: float, alpha: np.ndarray, F: np.nd
     grad = problem.gradient(out, F)
     b, _ = bias_from_kkt(problem, out, grad, F)
     G = np.where(problem.active, grad + np.einsum("ipc,c->ip", problem.nu[problem.y], b), 0.0)
-    return (out, F) if kkt_violation(problem, out, G) <= tol else None
+    return (out, F) if kkt_violation(problem, out, G) <= VERIFY_FRACTION * tol else None
