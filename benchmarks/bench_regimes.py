@@ -5,7 +5,7 @@ Issue 21, item 1.  The configurations are those of ``../shared/BENCHMARKS.md``
 letter at its published γ) and the regime ones (step-bound: pendigits,
 satimage, dna and letter at ``gamma='scale'`` with WW, CS and LLW; usps-ww and
 usps-cs with a bias).  msvm runs as a user runs it: :class:`msvm.MultiClassSVC`
-with its default solver (``'s2do'``, or ``'frank_wolfe'`` with a bias) on
+with its default solver (``'s2do'``, or ``'s2do_bias'`` with a bias) on
 ``--n-jobs`` threads (default 2), γ = ``'scale'`` resolved by the estimator.
 Its peers, in the same run, on the same data, get C = 10, the same numeric γ,
 tol 1e-3 and the same ``cache_size``: scikit-learn's ``SVC`` (libsvm,
@@ -145,10 +145,9 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
     The fit is the estimator's advanced API (``prepare_fit``, the solver,
     ``set_solution``: what ``fit`` runs, certificate included), so that the
     solver's own counters (2-D steps, threads) are at hand; the time covers
-    all three.  ``n_jobs`` goes to a solver that takes it (S2DO); the
-    Frank–Wolfe solver of the bias rows runs on one thread.  ``window()`` is
-    a context manager around the timed part (:mod:`benchmarks.profile`
-    samples it alone).
+    all three.  ``n_jobs`` goes to a solver that takes it (S2DO, S2DO with a
+    bias); Frank–Wolfe runs on one thread.  ``window()`` is a context manager
+    around the timed part (:mod:`benchmarks.profile` samples it alone).
     """
     from sklearn.exceptions import ConvergenceWarning
 
@@ -170,15 +169,15 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
         fit_time = time.perf_counter() - start
     info = solution.info
     hits, misses = info.get("cache_hits", 0), info.get("cache_misses", 0)
-    s2do = solution.solver == "s2do"
+    s2do = solution.solver in ("s2do", "s2do_bias")
     return dict(
         fit_time=fit_time, msvm_solver=solution.solver, C=config.C, tol=config.tol,
         gamma_msvm=float(est.gamma_),
         threads=int(info.get("n_threads", n_jobs if "n_jobs" in module.OPTIONS else 1)),
         test_error=float(np.mean(est.predict(X_test) != y_test)),
         n_sv=int(est.n_support_.sum()), n_iter=int(solution.n_iter),
-        # S2DO: an iteration is one pass over the working set, holding info["n_steps"] 2-D
-        # steps; Frank–Wolfe: an iteration is one step.
+        # S2DO (with a bias: summed over the outer iterations): an iteration is one pass
+        # over the working set, holding info["n_steps"] 2-D steps; Frank–Wolfe: one step.
         passes=int(solution.n_iter) if s2do else None,
         steps=int(info["n_steps"]) if s2do else int(solution.n_iter),
         n_splits=info.get("n_splits"),
@@ -334,7 +333,7 @@ def summary(rows: list[dict], configs: list[str], peers, *,
                 err = median_of(runs, "test_error")
                 label = LABELS[solver]
                 if solver == "msvm" and runs:
-                    label = f"msvm {runs[0]['msvm_solver']}"   # s2do or frank_wolfe
+                    label = f"msvm {runs[0]['msvm_solver']}"   # s2do, s2do_bias or frank_wolfe
                 lines.append(
                     f"{c:<17} {label:<16} {_number(jobs, 'd', 4)} {len(runs):2d} "
                     f"{sign}{_number(t, '.3f', 8)} {sign if ratio else ' '}"

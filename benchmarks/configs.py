@@ -3,8 +3,10 @@
 C is given in each machine's original formulation, γ is the RBF parameter
 of k(x, x') = exp(−γ‖x − x'‖²) (a number, or ``'scale'``: resolved from the
 training data by :func:`gamma_of`), ``tol`` the largest KKT violation at the
-stopping point (``bias=True``: msvm's default solver is then Frank–Wolfe, and
-``tol`` is its gap relative to the dual objective); no bias unless ``bias``.
+stopping point (``bias=True`` too: msvm's default solver is then
+``'s2do_bias'``, stopped by the same KKT rule on the user's problem; with
+``solver='frank_wolfe'`` ``tol`` is the gap relative to the dual objective);
+no bias unless ``bias``.
 
 The standard configurations use the published model-selection results for
 their sets (seed 004, Tables 4.2 and 5.1).  The *regime* configurations of

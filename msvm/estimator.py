@@ -201,23 +201,26 @@ default='rbf'
     fit_intercept : bool, default=False
         Whether the machine has a bias b.  The default is bias-free, as the
         all-in-one solvers of the literature (and Shark's trainers) are: the
-        bias adds one equality constraint per class to the dual, which
-        decomposition solvers cannot keep cheaply, and with a universal
-        kernel it is rarely needed.  With ``True`` the bias is recovered from
-        the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`).
+        bias adds one equality constraint per class to the dual (solved by
+        ``'s2do_bias'``, the method of multipliers over S2DO, at about the
+        cost of the bias-free fit), and with a universal kernel it is rarely
+        needed.  With ``True`` the bias is recovered from the KKT conditions
+        (:func:`msvm.diagnostics.bias_from_kkt`).
     solver : str, default='auto'
         ``'auto'`` or a key of :data:`msvm.solvers.SOLVERS`: the reference
         QP solvers ``'cvxpy'`` (Clarabel, interior point) and ``'osqp'``, the
         decomposition solver ``'s2do'`` and the online LaRank-style solver
         ``'online'`` (both bias-free machines only; see ``epochs`` and
-        ``online_strategy``), and ``'linear'`` (``kernel='linear'`` and
+        ``online_strategy``), ``'s2do_bias'`` (machines with a bias only:
+        the method of multipliers over S2DO, :mod:`msvm.solvers.s2do_bias`),
+        ``'frank_wolfe'`` (both), and ``'linear'`` (``kernel='linear'`` and
         bias-free machines only: dual coordinate descent keeping the primal
         W, for large sparse data; :mod:`msvm.solvers.linear`).
         ``'auto'`` is resolved by :func:`msvm.solvers.resolve_solver`:
         ``'linear'`` for ``kernel='linear'`` without a bias when a row of X
         (its stored non-zeros if sparse, its features if dense) is no longer
         than the number of examples, else ``'s2do'`` without a bias and
-        ``'frank_wolfe'`` with one.  A solver
+        ``'s2do_bias'`` with one.  A solver
         that cannot handle the bias setting raises a ValueError.  Each
         solver declares the parameters it honours (``OPTIONS`` of its
         module): setting another away from its default warns, naming the

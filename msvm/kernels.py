@@ -324,19 +324,22 @@ class Kernel:
             out[start : start + len(chunk)] += self.gram(chunk, support) @ coef[support]
         return out
 
-    def cache(self, cache_size: float = 200.0, *, float32: bool = False, n_threads: int = 1):
+    def cache(self, cache_size: float = 200.0, *, float32: bool = False, n_threads: int = 1,
+              offset: float = 0.0):
         """A compiled LRU cache of Gram rows bounded by ``cache_size`` MB.
 
         ``float32`` stores rows in single precision (twice the rows per MB);
         ``n_threads`` OpenMP threads share the computation of each row (see
-        :class:`~msvm._core._kernel_cache.KernelCache`).  Callable kernels are
+        :class:`~msvm._core._kernel_cache.KernelCache`); ``offset`` is a
+        constant added to every Gram entry (rows of k + offset).  Callable kernels are
         evaluated once into a full Gram matrix (as scikit-learn does), which
         the cache then serves as precomputed.
         """
         from msvm._core._kernel_cache import KernelCache
 
         if callable(self.name):
-            return KernelCache(self.gram(), KERNEL_CODES["precomputed"], 0.0, 0.0, 0.0, cache_size)
+            return KernelCache(self.gram(), KERNEL_CODES["precomputed"], 0.0, 0.0, 0.0, cache_size,
+                               offset=float(offset))
         X = self.X
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
@@ -346,4 +349,5 @@ class Kernel:
         return KernelCache(
             X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree), float(self.coef0),
             float(cache_size), float32=bool(float32), n_threads=int(n_threads),
+            offset=float(offset),
         )

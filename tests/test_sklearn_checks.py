@@ -17,6 +17,7 @@ ESTIMATORS = [
 #: Why a check is expected to fail for an estimator of ESTIMATORS.
 _TOLERANCE = (
     "An integer sample weight equals repeating the example at the optimum, but S2DO "
+    "(with a bias: s2do_bias) "
     "stops at the KKT tolerance tol=1e-3, so the two fits' decision "
     "values differ by about tol (the check compares them to 1e-7); "
     "tests/test_weights.py runs this check at tol=1e-10, where it passes for every machine."
@@ -33,8 +34,10 @@ _NO_BIAS_LINEAR = (
 
 def _expected_failures(estimator) -> dict:
     failures = {}
-    if estimator.tol >= 1e-8 and not estimator.fit_intercept:
-        # (With a bias, Frank-Wolfe's in-face Newton steps solve these 15 points exactly.)
+    if estimator.tol >= 1e-8:
+        # With or without a bias: the default solvers (s2do, s2do_bias) both stop at the
+        # KKT tolerance.  (solver='frank_wolfe', whose in-face Newton steps solve these 15
+        # points exactly, passes it with a bias.)
         failures.update({"check_sample_weight_equivalence_on_dense_data": _TOLERANCE,
                          "check_sample_weight_equivalence_on_sparse_data": _TOLERANCE})
     if estimator.kernel == "linear" and not estimator.fit_intercept:

@@ -115,12 +115,12 @@ def test_warning_names_the_budget_or_the_stall():
         warn_not_converged("x", "stalled", "max_iter=3 steps", "with a gap")
 
 
-@pytest.mark.parametrize("solver", ["s2do", "online", "linear", "frank_wolfe"])
+@pytest.mark.parametrize("solver", ["s2do", "online", "linear", "frank_wolfe", "s2do_bias"])
 def test_same_checks_and_warning_for_every_solver(solver):
     """A bad max_iter or trace gives the same error; a spent budget warns at the caller."""
     module = get_solver(solver)
     X, y = blobs(0, 3, 30)
-    problem = make_problem("ww", X, y, kernel="linear")
+    problem = make_problem("ww", X, y, kernel="linear", bias=solver == "s2do_bias")
     with pytest.raises(ValueError, match="max_iter must be a positive integer or None"):
         module.solve(problem, max_iter=0)
     if "trace" in inspect.signature(module.solve).parameters:

@@ -114,6 +114,7 @@ cdef class KernelCache:
     cdef readonly double gamma
     cdef readonly double degree
     cdef readonly double coef0
+    cdef readonly double offset           # added to every entry (rows of k + offset)
     cdef readonly long long n_kernel_evaluations
     cdef readonly long long n_hits
     cdef readonly long long n_misses

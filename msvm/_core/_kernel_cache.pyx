@@ -171,6 +171,11 @@ cdef class KernelCache:
     n_threads : int, default=1
         OpenMP threads sharing the computation of a row (also settable
         later through the attribute of the same name).
+    offset : float, default=0.0
+        A constant added to every Gram entry: the cache serves the rows of
+        k + offset (the augmented-Lagrangian penalty of
+        :mod:`msvm.solvers.s2do_bias` is this constant kernel).  A
+        precomputed Gram matrix is then copied once with the offset added.
 
     Attributes
     ----------
@@ -186,6 +191,8 @@ cdef class KernelCache:
         Row requests served from the cache / computed.
     float32 : bool
         Whether rows are stored in single precision.
+    offset : float
+        The constant added to every entry (0 unless given).
     n_threads : int
         OpenMP threads computing a row (writable).
 
@@ -226,7 +233,8 @@ cdef class KernelCache:
         self._work = NULL
 
     def __init__(self, X, int kernel_code, double gamma, double degree, double coef0,
-                 double cache_size_mb, bint float32=False, int n_threads=1):
+                 double cache_size_mb, bint float32=False, int n_threads=1,
+                 double offset=0.0):
         if kernel_code not in KERNEL_NAMES:
             raise ValueError(
                 f"Unknown kernel code {kernel_code}; expected one of "
@@ -243,6 +251,9 @@ cdef class KernelCache:
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        if not np.isfinite(offset):
+            raise ValueError(f"offset must be finite, got {offset!r}.")
+        self.offset = offset
         self._precomputed = kernel_code == PRECOMPUTED
         self._sparse = False
         self.n_kernel_evaluations = 0
@@ -259,6 +270,8 @@ cdef class KernelCache:
                     f"A precomputed kernel needs a square (m, m) Gram matrix, got shape "
                     f"{X.shape}."
                 )
+            if offset != 0.0:
+                X = X + offset   # a copy: the user's matrix is left alone
         elif sp.issparse(X):
             if X.ndim != 2:
                 raise ValueError(f"X must be 2-dimensional, got shape {X.shape}.")
@@ -359,6 +372,7 @@ cdef class KernelCache:
             # k(x_i, x_i) from its inner product (its L1 distance, 0, for laplace).
             self._diag[i] = 0.0 if self.kernel_code == LAPLACE else self._sqnorm[i]
             to_kernel(&self._spec, &self._rows, self._sqnorm[i], self._diag, i, i + 1)
+            self._diag[i] = self._diag[i] + self.offset
             if self.float32:
                 self._diag[i] = <double> <float> self._diag[i]
 
@@ -457,9 +471,16 @@ cdef class KernelCache:
         """Columns [b·ROW_BLOCK, (b+1)·ROW_BLOCK) of the rows of :meth:`prefetch`."""
         cdef Py_ssize_t m = self.n_samples
         cdef Py_ssize_t j0 = b * ROW_BLOCK, j1 = (b + 1) * ROW_BLOCK
+        cdef Py_ssize_t t, j
+        cdef double* row
         if j1 > m:
             j1 = m
         dense_block(&self._spec, &self._rows, G, gsq, n, self._buffer + slot0 * m, m, j0, j1)
+        if self.offset != 0.0:
+            for t in range(n):
+                row = self._buffer + (slot0 + t) * m
+                for j in range(j0, j1):
+                    row[j] = row[j] + self.offset
 
     # ----------------------------------------------------------- LRU list ops
 
@@ -512,8 +533,12 @@ cdef class KernelCache:
         cdef const double* xi = self._work
         if not self._sparse:
             xi = self._rows.X + i * self.n_features if self.n_features else NULL
+        cdef Py_ssize_t j
         kernel_values(&self._spec, &self._rows, xi, self._sqnorm[i],
                       self._l1norm[i] if self._l1norm != NULL else 0.0, out, j0, j1)
+        if self.offset != 0.0:
+            for j in range(j0, j1):
+                out[j] = out[j] + self.offset
 
     # ------------------------------------------------------------- Python API
 
@@ -584,6 +609,44 @@ cdef class KernelCache:
                 src = self.row_ptr(ix[r])
                 memcpy(&o[r, 0], src, m * sizeof(double))
         return out
+
+    def add_offset(self, double delta):
+        """Add ``delta`` to every Gram entry: the cached rows, the diagonal, later rows.
+
+        O(cached rows · m).  The augmented Lagrangian of
+        :mod:`msvm.solvers.s2do_bias` raises its penalty this way without
+        computing a row again.  A precomputed Gram matrix must have been given
+        with a non-zero ``offset`` (the cache then owns a copy of it).
+        """
+        cdef Py_ssize_t m = self.n_samples, s, j
+        cdef double* row
+        cdef float* frow
+        if not np.isfinite(delta):
+            raise ValueError(f"delta must be finite, got {delta!r}.")
+        if self._precomputed:
+            if self.offset == 0.0:
+                raise ValueError("This cache serves the caller's Gram matrix; build it with "
+                                 "a non-zero offset to change the offset later.")
+            self._owner += delta          # the copy _X reads
+            for j in range(m):
+                self._diag[j] = self._X[j, j]
+            self.offset += delta
+            return
+        with nogil:
+            for s in range(self._n_used):
+                if self.float32:
+                    frow = self._fbuffer + s * m
+                    for j in range(m):
+                        frow[j] = <float> (frow[j] + delta)
+                else:
+                    row = self._buffer + s * m
+                    for j in range(m):
+                        row[j] = row[j] + delta
+            for j in range(m):
+                self._diag[j] = self._diag[j] + delta
+                if self.float32:
+                    self._diag[j] = <double> <float> self._diag[j]
+        self.offset += delta
 
     def cached_matmul(self, coef):
         """``K @ coef`` from the float64 rows already in the cache, and which rows those are.

@@ -405,7 +405,7 @@ cdef class S2DOState:
     cdef double[::1] lim           # C_i − eps_cap_i: a group at or above it is full
     cdef double[::1] eps_zero      # new values below it snap to 0
     cdef bint has_shift
-    cdef double tol
+    cdef public double tol      # stopping threshold (settable between runs)
     cdef bint centred, max_loss, shrinking
     cdef const Py_ssize_t[::1] y
     cdef double[:, ::1] alpha
@@ -1883,6 +1883,59 @@ cdef class S2DOState:
         self.tune_count = 0
         self.tune_t0 = -1.0
         self.tune_losses = 0
+
+    def retarget(self, gamma):
+        """Replace the target table γ (Q, P), keeping α and the scores F.
+
+        The scores do not depend on the targets, so only the gradients and the
+        per-example records change: a focus left open is closed, the shrunk
+        examples' scores are rebuilt and every example is put back in the
+        working set and refreshed (``_unshrink``), as at the start of a warm
+        solve but without recomputing F.  The caller keeps ``gamma`` alive
+        (it is read in place).  Used between the outer iterations of
+        :mod:`msvm.solvers.s2do_bias`, whose targets move with the bias.
+        """
+        cdef const double[:, ::1] g = gamma
+        if g.shape[0] != self.Q or g.shape[1] != self.P:
+            raise ValueError(f"gamma has shape {(g.shape[0], g.shape[1])}, expected "
+                             f"{(self.Q, self.P)}.")
+        self.gamma = g
+        with nogil:
+            if self.focus_on:
+                self._leave_focus()
+            self._unshrink()
+        self.n_unshrink -= 1    # not an unshrink of the solve's own
+        self.since_shrink = 0
+        self.tracked_J = self.objective()
+
+    def reoffset(self, double delta, colsum, gamma):
+        """Add ``delta`` to every Gram entry (the cache's and the scores'), then retarget.
+
+        ``colsum`` (Q,) is Σ_i β_i with the *uncentred* ν (the β of F = K'β), so
+        that F_ec grows by delta·colsum_c (and S_e by delta·Σ_c colsum_c).  The
+        scores of shrunk or parked examples are first rebuilt with the old rows.
+        Then as :meth:`retarget` with ``gamma``.
+        """
+        cdef const double[::1] cs = colsum
+        cdef Py_ssize_t e, c
+        cdef double total = 0.0
+        if cs.shape[0] != self.Q:
+            raise ValueError(f"colsum has {cs.shape[0]} entries, expected {self.Q}.")
+        with nogil:
+            if self.focus_on:
+                self._leave_focus()
+            self._rebuild_shrunk()
+        self.kc.add_offset(delta)
+        for c in range(self.Q):
+            total += cs[c]
+        with nogil:
+            for e in range(self.m):
+                for c in range(self.Q):
+                    self.F[e, c] = self.F[e, c] + delta * cs[c]
+                if self.centred:
+                    self.S[e] = self.S[e] + delta * total
+                self.kdiag[e] = self.kdiag[e] + delta
+        self.retarget(gamma)
 
     @property
     def lazy_enabled(self):

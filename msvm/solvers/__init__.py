@@ -44,6 +44,7 @@ SOLVERS = {
     "cvxpy": "msvm.solvers.reference_cvxpy",
     "osqp": "msvm.solvers.reference_osqp",
     "s2do": "msvm.solvers.s2do",
+    "s2do_bias": "msvm.solvers.s2do_bias",
     "online": "msvm.solvers.online",
     "frank_wolfe": "msvm.solvers.frank_wolfe",
     "linear": "msvm.solvers.linear",
@@ -143,9 +144,10 @@ def resolve_solver(name: str, problem) -> str:
 
     ``'auto'`` picks ``'linear'`` for a linear kernel without a bias when a
     row of X is no longer than the number of rows (:func:`prefers_linear`),
-    else ``'s2do'`` for the bias-free machines and ``'frank_wolfe'`` (the
-    only decomposition solver that keeps the bias's equality constraints)
-    with a bias, whatever the size.  The reference QP solvers are never
+    else ``'s2do'`` for the bias-free machines and ``'s2do_bias'`` (the
+    method of multipliers over S2DO, every machine; ``'frank_wolfe'``, which
+    keeps the equalities in every step, stays selectable) with a bias,
+    whatever the size.  The reference QP solvers are never
     picked: their cost grows with the cube of the number of variables
     (``python -m benchmarks.bench_frank_wolfe``).
     """
@@ -153,7 +155,7 @@ def resolve_solver(name: str, problem) -> str:
         if prefers_linear(problem):
             name = "linear"
         else:
-            name = "frank_wolfe" if problem.fit_intercept else "s2do"
+            name = "s2do_bias" if problem.fit_intercept else "s2do"
     module = get_solver(name)
     if problem.fit_intercept and not module.SUPPORTS_BIAS:
         raise ValueError(f"Solver {name!r} cannot handle a bias; use fit_intercept=False.")

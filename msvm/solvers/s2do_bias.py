@@ -1,0 +1,472 @@
+"""S2DO with a bias: the method of multipliers over the bias-free S2DO loop.
+
+With a bias the dual (DESIGN.md §2) gains the equality constraints
+
+    Aα = Σ_i β̄_i = 0 ∈ span(U),    β̄_i = Σ_p ν̄_{y_i,p} α_ip
+
+(:meth:`msvm.problem.DualProblem.equality_matrix`), whose multipliers are the
+bias b.  Frank–Wolfe (``solver='frank_wolfe'``) keeps them in every step; it
+stays selectable and is the cross-check of this module.
+
+The route, and why
+------------------
+Three exact routes were weighed (issue 21, item 4):
+
+* **Working sets that keep the equalities** (as SMO does for one bias).  A
+  2-D step keeps Q − 1 equalities only if its two ν̄ are parallel (WW/CS:
+  ν = e_y − e_p, so only pairs with the same {y, p}).  The feasible
+  direction (e_0 − e_1) + (e_1 − e_2) + (e_2 − e_0) of three examples of
+  classes 0, 1, 2 is no sum of such pairs, so for Q ≥ 3 pair steps that
+  stay feasible stall short of the optimum; working sets of ≥ Q variables
+  lose S2DO's closed-form step and its whole bookkeeping.
+* **Fixed b, outer Newton/bundle on b.**  φ(b) = min_α J(α) + bᵀAα is a
+  bias-free dual with shifted targets; it is concave, piecewise quadratic,
+  with gradient Aα*(b) and Hessian −A_F H_FF⁻¹ A_Fᵀ on the current free set
+  F (thousands of variables on usps), which changes with the active set; a
+  bundle method needs many exact inner solves.
+* **The method of multipliers (chosen).**  The augmented Lagrangian
+
+      L_ρ(α, b) = J(α) + bᵀAα + (ρ/2)‖Aα‖²
+
+  is again a bias-free dual of the same machine: ‖Aα‖² = Σ_ij β̄_iᵀβ̄_j, so
+  the penalty is the constant ρ added to every Gram entry (the cache's
+  ``offset``: rows of k + ρ, no change to the loop), and bᵀAα =
+  Σ α_ip ν̄_{y_i,p}·b only shifts the per-(class, slot) target table,
+  γ_{y,p} ← γ_{y,p} − ν̄_{y,p}·b (``S2DOState.retarget`` keeps α and the
+  scores F, which do not depend on it, and refreshes the gradients).  Its
+  gradient is ν̄·(F̄ + b + ρAα) − γ: an inner optimum α is a KKT point of
+  the user's problem with the multipliers b + ρAα, off the equalities by the
+  residual r = Aα, hence the update b ← b + ρr (a proximal-point step on
+  φ).  Every inner solve is the fast compiled S2DO, warm-started.
+
+Measured on usps (the README's benchmark notes give the figures): a large ρ
+converges the multipliers in fewer outer iterations, but the constant
+kernel couples every example (a step moves every gradient) and S2DO needs
+more steps; with the stopping rule and schedule below, ρ = 0.1·max k(x, x)
+takes the fewest inner iterations (3 outer ones on usps-ww), about 2.4
+times those of the bias-free solve.
+
+Stopping rule (the certificate decides)
+---------------------------------------
+The inner solves stop at S2DO's KKT rule; the first at ``FIRST_TOL``·tol,
+each later one at the larger of ``OUTER_SLACK``·‖Δb‖∞ (the next multiplier
+step moves every gradient by up to ‖Δb‖∞) and ``inner_fraction``·tol.  After
+an inner solve at the final tolerance, the residual r is removed by the
+least-norm move of the positive variables (a full slack group moves at
+constant sum; :func:`_repair`), the scores are updated from the cached rows,
+and the certificate the estimator will compute -- b from the KKT
+conditions (:func:`msvm.diagnostics.bias_from_kkt`) and the largest KKT
+violation with it (:func:`msvm.diagnostics.kkt_violation`) -- must be within
+``tol``, with the equalities at :data:`EQUALITY_RTOL`.  Otherwise the outer
+loop goes on.  So ``status='optimal'`` means what it means for S2DO: the
+estimator's own check (``STOPPING_RULE = 'kkt_violation'``) passes on the
+float64 scores.
+
+The penalty.  ρ starts at :data:`RHO` times the largest k'(x, x).  When the
+residual does not halve in an outer iteration, ρ grows by
+:data:`RHO_GROWTH` (at most :data:`RHO_MAX_FACTOR` times the start): the
+multipliers' steps ρr are too short where the dual function of b is flat
+(few free variables, e.g. mmr at C = 0.1 on the checkerboard), or the
+residual is the inner noise.  The cached rows and the scores are shifted in
+place (``KernelCache.add_offset``, ``S2DOState.reoffset``: F += Δρ Σ_i β_i),
+no row is computed again.  At the final tolerance a stalled residual also
+halves the inner tolerance.
+
+Machines: every row of the table (the loop reads the machine's arrays; WW,
+CS, LLW, M-SVM² take S2DO's fast path).  Limits: on degenerate duals (a
+linear kernel of rank ≪ m) a pair method needs many steps at tight tol, as
+S2DO without a bias does (10⁶ steps for tol = 1e-7 on a 2-D ATS problem).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from msvm._progress import SolverProgress
+from msvm.problem import DualProblem, DualSolution
+from msvm.solvers import TIME_SLICE, TOL_FLOOR, StallWatch, check_tol
+from msvm.solvers._common import (
+    BUDGET,
+    DONE,
+    STALLED,
+    STATUS,
+    Clock,
+    ContentionWatch,
+    drive,
+    float32,
+    iteration_budget,
+    limit_blas_threads,
+    machine_tables,
+    n_threads,
+    start_point,
+    warn_not_converged,
+)
+
+SUPPORTS_BIAS = True
+SUPPORTS_NO_BIAS = False
+#: Estimator parameters honoured (see :mod:`msvm.solvers`).
+OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size", "cache_dtype", "n_jobs",
+                     "certify"})
+STOPPING_RULE = "kkt_violation"
+#: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
+BLAS_THREADS = True
+
+#: The certificate must hold at this fraction of ``tol``: the estimator recomputes the
+#: scores in float64 (``certify``), which moves the violation by round-off.
+VERIFY_FRACTION = 0.99
+#: The equality residual a solution may keep after the repair, relative to the unit of α.
+EQUALITY_RTOL = 1e-10
+#: Rows of the Gram matrix fetched at a time when the repaired examples' scores are updated.
+_ROW_CHUNK = 256
+#: Default penalty ρ of the augmented Lagrangian, in units of the largest kernel diagonal.
+RHO = 0.1
+#: The inner solves stop at this fraction of ``tol``, so that the certificate, whose bias
+#: is re-estimated from the KKT conditions and whose α has its equality round-off
+#: repaired, stays within ``tol``.
+INNER_FRACTION = 0.5
+#: Outer iterations at most (each a warm-started S2DO solve).
+MAX_OUTER = 500
+#: Factor of ρ when the residual stops falling, and the largest ρ, relative to the first.
+RHO_GROWTH = 4.0
+RHO_MAX_FACTOR = 1e4
+#: The first inner solve stops at this multiple of ``tol`` (the multipliers are still far).
+FIRST_TOL = 10.0
+#: Later inner solves stop at this fraction of the last multiplier step (gradient units).
+OUTER_SLACK = 0.1
+
+
+def supported(problem: DualProblem) -> str | None:
+    """Why :func:`solve` cannot handle ``problem`` (None when it can)."""
+    if not problem.fit_intercept:
+        return "it solves the machines with a bias only; use solver='s2do'"
+    return None
+
+
+def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
+          cache_size: float = 200.0, blas_threads: int | None = 1, n_jobs: int | None = None,
+          cache_dtype: str = "float64", rho: float | None = None,
+          inner_fraction: float = INNER_FRACTION, certify: bool = False,
+          **s2do_options) -> DualSolution:
+    """Solve the dual with a bias by the method of multipliers over S2DO.
+
+    Parameters
+    ----------
+    problem : DualProblem
+        Must have ``fit_intercept=True``.
+    tol : float, optional
+        Largest KKT violation of the user's problem (with its bias) at the
+        solution, in gradient units (default 1e-3), as :mod:`msvm.solvers.s2do`.
+    max_iter : int, optional
+        Cap on the S2DO iterations summed over all outer iterations.
+    warm_start : DualSolution or ndarray of shape (m, P), optional
+        Starting α (made feasible as in S2DO; a :class:`DualSolution` also
+        gives its ``b`` as the first multipliers).
+    verbose : bool
+        Progress line (outer iteration, violation, equality residual).
+    cache_size, blas_threads, n_jobs, cache_dtype
+        As :func:`msvm.solvers.s2do.solve`.
+    rho : float, optional
+        Penalty ρ (default :data:`RHO` times the largest k(x, x)).
+    inner_fraction : float
+        The inner solves' tolerance as a fraction of ``tol`` (0 < · ≤ 1).
+    certify : bool
+        Recompute the float64 scores at the end from the cached rows.
+    **s2do_options
+        The accelerations of :func:`msvm.solvers.s2do.solve` (``shrinking``,
+        ``fast``, ``lazy``, ``block_steps``, ``block_size``, ``focus``,
+        ``prefetch``, ``slot_partner``, ``tune_threads``).
+
+    Returns
+    -------
+    DualSolution
+        ``b`` is the final multiplier vector; ``info['outer']`` the number of
+        outer iterations, ``info['equality_residual']`` max_c |Σ β̄_ic| before
+        the round-off repair.
+    """
+    from msvm._core._s2do import MAX_BLOCK_SIZE, S2DOState
+
+    reason = supported(problem)
+    if reason is not None:
+        raise ValueError(f"Solver 's2do_bias' cannot solve this problem: {reason}.")
+    unknown = set(s2do_options) - {"shrinking", "fast", "lazy", "block_steps", "block_size",
+                                   "focus", "prefetch", "slot_partner", "tune_threads"}
+    if unknown:
+        raise TypeError(f"solve() got unexpected keyword arguments {sorted(unknown)}.")
+    block_size = s2do_options.get("block_size", 8)
+    if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
+        raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
+                         f"got {block_size!r}.")
+    if not 0 < inner_fraction <= 1:
+        raise ValueError(f"inner_fraction must be in (0, 1], got {inner_fraction!r}.")
+    clock = Clock()
+    tol = check_tol(tol)
+    budget = iteration_budget(max_iter, problem.n_samples)
+    threads = n_threads(n_jobs)
+    kdiag = problem.kernel.diagonal() if hasattr(problem.kernel, "diagonal") else None
+    kmax = float(np.max(kdiag)) if kdiag is not None and len(kdiag) else 1.0
+    kmax = kmax if np.isfinite(kmax) and kmax > 0 else 1.0
+    rho = RHO * kmax if rho is None else float(rho)
+    if not (np.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be a positive number, got {rho!r}.")
+    alpha = start_point(problem, warm_start)
+    b = np.zeros(problem.n_classes)
+    if isinstance(warm_start, DualSolution) and warm_start.b is not None:
+        b = np.array(warm_start.b, dtype=np.float64).reshape(-1)
+        if b.shape != (problem.n_classes,) or not np.all(np.isfinite(b)):
+            b = np.zeros(problem.n_classes)
+    tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True))
+    nubar = tables.nubar                       # (Q, P, Q), zero on inactive slots
+    U = problem.equality_basis
+    b = U @ (U.T @ b)                          # the part of b the constraints see
+
+    def targets(b):
+        return np.ascontiguousarray(tables.gamma - np.einsum("ypc,c->yp", nubar, b))
+
+    cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads,
+                                 offset=rho)
+    gamma = targets(b)
+    shared = tables.shared()
+    shared["gamma"] = gamma
+    inner_tol = max(inner_fraction * tol, 1e-12)
+    with limit_blas_threads(blas_threads):
+        state = S2DOState(
+            cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
+            tol=inner_tol, centred=tables.centred,
+            shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
+            n_threads=threads, **shared,
+        )
+    state.tune_threads = bool(s2do_options.get("tune_threads", True))
+    state.lazy_enabled = bool(s2do_options.get("lazy", True))
+    state.block_steps = bool(s2do_options.get("block_steps", True))
+    state.block_size = int(block_size)
+    state.prefetch = bool(s2do_options.get("prefetch", True))
+    state.slot_partner = bool(s2do_options.get("slot_partner", True))
+    if not s2do_options.get("focus", True):
+        state.focus_size = 0
+
+    progress = SolverProgress("s2do_bias", tol, enabled=verbose)
+    final_tol = max(inner_fraction * tol, TOL_FLOOR)
+    # Outer iteration k solves to max(final_tol, OUTER_SLACK·|Δb_{k-1}|∞): the next
+    # multiplier step moves every gradient by up to |Δb|, so a tighter solve is wasted.
+    state.tol = max(final_tol, FIRST_TOL * tol)
+    n_outer, n_checks, n_growths = 0, 0, 0
+    rho_max = RHO_MAX_FACTOR * rho
+    grow = 1.0
+    # ν without centring, on the active slots: the β of the compiled scores F = K'β.
+    nu_plain = problem.machine.nu * problem.machine.active[:, :, None]
+    history = []
+    code = DONE
+    residual = problem.equality_residual(alpha)
+    r_last = np.inf
+    verified = None
+    where = {"outer": 0, "residual": float(np.max(np.abs(residual), initial=0.0))}
+
+    watch = ContentionWatch(threads if state.tune_threads else 1, state.set_threads, TIME_SLICE)
+
+    def run() -> int:
+        with limit_blas_threads(blas_threads):
+            return state.run(max(budget - state.n_iter, 0), watch.next_slice())
+
+    def after(code: int) -> None:
+        watch.after_slice()
+        if progress.due(final=False):
+            progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+                            hits=cache.n_hits, misses=cache.n_misses, final=False,
+                            extra=f"outer {where['outer']} |Σβ̄| {where['residual']:.1e}")
+
+    while True:
+        n_start = state.n_iter
+        code = drive(run, after, StallWatch(state.objective))
+        state.settle()
+        n_outer += 1
+        residual = problem.equality_residual(alpha)
+        r_max = float(np.max(np.abs(residual), initial=0.0))
+        where.update(outer=n_outer, residual=r_max)
+        step = rho * residual
+        history.append((int(state.n_iter - n_start), float(state.tol), r_max))
+        if code != DONE:
+            break
+        # The residual no longer falls fast: the multipliers' steps ρr are too short (a
+        # flat dual function: few free variables) or the residual is the inner solve's
+        # noise (about its tolerance / ρ).  Both call for a larger ρ.
+        grow = min(RHO_GROWTH, rho_max / rho) if r_max > 0.5 * r_last else 1.0
+        r_last = r_max
+        if state.tol <= final_tol:
+            # α solves the user's problem with the multipliers b + ρr up to the inner
+            # tolerance and violates the equalities by r: repair them and measure the
+            # certificate the estimator will compute.
+            n_checks += 1
+            verified = _verify(problem, cache, rho, alpha, state.scores() - step[None, :],
+                               tol)
+            if verified is not None:
+                b = b + step
+                break
+            if grow > 1.0:
+                final_tol = max(0.5 * final_tol, TOL_FLOOR)   # the noise case
+        if n_outer >= MAX_OUTER:
+            break
+        b = b + step
+        state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
+        gamma = targets(b)
+        if grow > 1.0:
+            colsum = np.einsum("ip,ipc->c", alpha, nu_plain[problem.y])
+            state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
+            rho = cache.offset
+            n_growths += 1
+        else:
+            state.retarget(gamma)
+    if progress.due(final=True):
+        progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+                        hits=cache.n_hits, misses=cache.n_misses, final=True,
+                        extra=f"outer {n_outer} |Σβ̄| {r_max:.1e}")
+    progress.close()
+    if code in (BUDGET, STALLED):
+        warn_not_converged("s2do_bias", STATUS[code], f"max_iter={budget} iterations",
+                           f"with a KKT violation of {state.max_violation:.3e} > tol={tol:g}")
+    status = STATUS[code]
+    if verified is None:
+        if code == DONE:
+            status = "max_iter"
+            warn_not_converged("s2do_bias", status, f"{MAX_OUTER} outer iterations",
+                               f"with an equality residual of {r_max:.3e}")
+        # Best effort: feasible α, scores of the user's kernel.
+        F = state.scores() - rho * residual[None, :]
+        repaired = _repaired(problem, cache, rho, alpha, F)
+        alpha_out, F = (alpha, F) if repaired is None else repaired
+    else:
+        alpha_out, F = verified
+    alpha[...] = alpha_out
+    elapsed = clock()
+    certified, certify_time = None, 0.0
+    if certify:
+        tic = time.perf_counter()
+        with limit_blas_threads(blas_threads):
+            beta = problem.beta(alpha)
+            certified, covered = cache.cached_matmul(beta)
+            certified -= rho * beta[covered].sum(axis=0)[None, :]
+            certified += problem.kernel.matmul(np.where(covered[:, None], 0.0, beta))
+            if problem.has_shift:
+                certified += problem.kernel_shift[:, None] * beta
+        certify_time = time.perf_counter() - tic
+    return DualSolution(
+        alpha=alpha,
+        b=U @ (U.T @ b),
+        status=status,
+        n_iter=int(state.n_iter),
+        time=elapsed,
+        n_kernel_evaluations=int(cache.n_kernel_evaluations),
+        solver="s2do_bias",
+        scores=F,
+        certified_scores=certified,
+        info={
+            "max_violation": float(state.max_violation),
+            "outer": n_outer,
+            "rho": rho,
+            "equality_residual": r_max,
+            "n_checks": n_checks,
+            "rho_growths": n_growths,
+            "outer_history": history,
+            "n_steps": int(state.n_steps),
+            "n_threads": threads,
+            "n_serial_switches": watch.n_serial,
+            "cache_hits": int(cache.n_hits),
+            "cache_misses": int(cache.n_misses),
+            "cache_rows": int(cache.capacity),
+            "certify_time": certify_time,
+        },
+    )
+
+
+def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
+    """α moved by the least-norm δ with A(α + δ) = 0 on its positive variables, or None.
+
+    A variable of a full slack group moves only with the others of its group,
+    their sum kept (one more row per full group; :func:`msvm.diagnostics.
+    repair_equality`, meant for round-off, does not look at the groups).  None
+    when no such δ keeps every constraint (α ≥ 0, slack groups ≤ C_i); a
+    residual already below :data:`EQUALITY_RTOL` is left alone.
+    """
+    out = alpha.copy()
+    A = problem.equality_matrix()
+    residual = A @ out.ravel()
+    scale = max(problem.scale, float(out.max(initial=0.0)))
+    if np.max(np.abs(residual), initial=0.0) <= EQUALITY_RTOL * scale:
+        return out
+    movable = (out > 0) & problem.active
+    free = np.flatnonzero(movable.ravel())
+    if len(free) == 0:
+        return None
+    # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
+    # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
+    At = A[:, free].copy()
+    hinge = problem.machine.loss == "hinge"
+    if hinge:
+        P, R = problem.n_slots, max(problem.machine.n_slacks, 1)
+        i, p = np.divmod(free, P)
+        r = problem.slack[i, p]
+        full = problem.slack_sums(out)[i, r] >= problem.capacity[i] * (1 - 1e-12)
+        groups, inverse = np.unique(i[full] * R + r[full], return_inverse=True)
+        count = np.bincount(inverse, minlength=len(groups))
+        mean = np.zeros((At.shape[0], len(groups)))
+        for k in range(At.shape[0]):
+            mean[k] = np.bincount(inverse, weights=At[k, full], minlength=len(groups)) / count
+        At[:, full] -= mean[:, inverse]
+    lam = np.linalg.lstsq(At @ At.T, -residual, rcond=None)[0]
+    delta = At.T @ lam
+    flat = out.reshape(-1)
+    flat[free] += delta
+    if np.any(flat[free] < 0):
+        return None
+    if hinge and np.any(problem.slack_sums(out) > problem.capacity[:, None] * (1 + 1e-12)):
+        return None
+    return out
+
+
+def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
+              F: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """α with the equality residual repaired (:func:`_repair`) and its scores F̄ = K'β̄.
+
+    ``F`` are the scores of ``alpha`` (user's kernel); the examples the repair
+    moves get their rows from ``cache`` (rows of k + ρ, hence the correction by
+    ρ Σ Δβ).  None when the repair fails.
+    """
+    out = _repair(problem, alpha)
+    if out is None:
+        return None
+    moved = np.flatnonzero(np.any(out != alpha, axis=1))
+    if len(moved) == 0:
+        return out, F
+    F = F.copy()
+    dbeta = np.einsum("ip,ipc->ic", out[moved] - alpha[moved], problem.nu[problem.y[moved]])
+    for start in range(0, len(moved), _ROW_CHUNK):
+        rows = cache.rows(moved[start:start + _ROW_CHUNK])      # (n, m), rows of k + ρ
+        part = dbeta[start:start + _ROW_CHUNK]
+        F += rows.T @ part - rho * part.sum(axis=0)[None, :]
+    if problem.has_shift:
+        F[moved] += problem.kernel_shift[moved, None] * dbeta
+    return out, F
+
+
+def _verify(problem: DualProblem, cache, rho: float, alpha: np.ndarray, F: np.ndarray,
+            tol: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(α, F̄) repaired if the estimator's certificate will find it within ``tol``, else None.
+
+    The certificate (:func:`msvm.diagnostics.diagnose`) takes b from the KKT
+    conditions of the free variables (:func:`msvm.diagnostics.bias_from_kkt`) and
+    measures the largest KKT violation with it; the same functions decide here.
+    """
+    from msvm.diagnostics import bias_from_kkt, kkt_violation
+
+    repaired = _repaired(problem, cache, rho, alpha, F)
+    if repaired is None:
+        return None
+    out, F = repaired
+    scale = max(problem.scale, float(out.max(initial=0.0)))
+    if np.max(np.abs(problem.equality_residual(out)), initial=0.0) > EQUALITY_RTOL * scale:
+        return None
+    grad = problem.gradient(out, F)
+    b, _ = bias_from_kkt(problem, out, grad, F)
+    G = np.where(problem.active, grad + np.einsum("ipc,c->ip", problem.nu[problem.y], b), 0.0)
+    return (out, F) if kkt_violation(problem, out, G) <= VERIFY_FRACTION * tol else None

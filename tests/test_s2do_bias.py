@@ -1,0 +1,210 @@
+"""S2DO with a bias (the method of multipliers over S2DO) reaches the reference optimum.
+
+What is checked against what.  The reference is cvxpy/Clarabel (KKT residual
+≤ 1e-9), an independent interior-point answer.  ``s2do_bias`` stops on the
+estimator's own certificate: the largest KKT violation of the user's problem,
+with b from the KKT conditions, at most ``tol`` after the equality round-off
+is repaired.  At tol = 1e-9 the dual must agree with the reference's to 1e-6
+relative (the derived limit of an ε-KKT point is far below it), α must meet
+the equality constraints to 1e-9·C, b must agree with the reference's where
+both are unique, and the estimator's certificate must say optimal.
+"""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from msvm import MultiClassSVC
+from msvm.diagnostics import diagnose
+from msvm.problem import DualSolution
+from msvm.solvers import get_solver, resolve_solver, s2do_bias
+
+from problem_factory import FAMILY, MODELS, blobs, make_problem
+
+
+def _reference(problem):
+    solution = get_solver("cvxpy").solve(problem)
+    assert solution.status == "optimal"
+    return solution, diagnose(problem, solution)
+
+
+def _check(problem, solution, reference, tol):
+    ref_solution, ref = reference
+    d = diagnose(problem, solution)
+    assert solution.status == "optimal", solution.info
+    assert problem.check_feasible(solution.alpha, atol=1e-9)
+    assert np.max(np.abs(problem.equality_residual(solution.alpha))) <= 1e-9 * problem.C
+    assert d.kkt_violation <= tol * (1 + 1e-6)
+    D, D_ref = d.dual_objective, ref.dual_objective
+    assert abs(D - D_ref) <= 1e-6 * max(abs(D_ref), 1.0), (D, D_ref)
+    if d.b_method == "kkt" and ref.b_method == "kkt":
+        np.testing.assert_allclose(d.b, ref.b, atol=1e-6 * max(1.0, np.abs(ref.b).max()))
+        # The solver's multipliers are the bias too.
+        np.testing.assert_allclose(solution.b, ref.b, atol=1e-5 * max(1.0, np.abs(ref.b).max()))
+    return d
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("model", MODELS + FAMILY)
+def test_matches_reference(model, kernel):
+    # The linear kernel of 2-D points has rank 2: its duals are degenerate, and a
+    # pair method needs ~10⁶ steps for 1e-7 on some of them (as S2DO without bias).
+    tol = 1e-9 if kernel == "rbf" else 1e-7
+    X, y = blobs(4, 3, 45, spread=1.5)
+    for C in (0.5, 5.0):
+        problem = make_problem(model, X, y, kernel=kernel, C=C, bias=True)
+        solution = s2do_bias.solve(problem, tol=tol)
+        _check(problem, solution, _reference(problem), tol)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generated_problems(model, seed):
+    Q = (2, 3, 5)[seed]
+    X, y = blobs(10 + seed, Q, 40 + 10 * seed, spread=1.0 + seed)
+    problem = make_problem(model, X, y, C=(0.1, 1.0, 10.0)[seed], bias=True)
+    solution = s2do_bias.solve(problem, tol=1e-9)
+    _check(problem, solution, _reference(problem), 1e-9)
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_default_tol_is_certified(model):
+    """At the default tol the estimator's certificate (its own KKT check) says optimal."""
+    X, y = blobs(3, 4, 120, spread=2.0)
+    est = MultiClassSVC(model=model, C=2.0, gamma=0.5, fit_intercept=True).fit(X, y)
+    assert est.solution_["solver"] == "s2do_bias"
+    assert est.solution_["status"] == "optimal"
+    assert est.solution_["kkt_violation"] <= 1e-3 * (1 + 1e-6)
+    assert est.solution_["kkt_equality"] <= 1e-9
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
+def test_agrees_with_frank_wolfe(model):
+    X, y = blobs(5, 3, 60, spread=1.5)
+    kw = dict(model=model, C=1.0, gamma=0.5, fit_intercept=True, tol=1e-9)
+    a = MultiClassSVC(solver="s2do_bias", **kw).fit(X, y)
+    b = MultiClassSVC(solver="frank_wolfe", **kw).fit(X, y)
+    D_a, D_b = a.solution_["dual_objective"], b.solution_["dual_objective"]
+    assert abs(D_a - D_b) <= 1e-6 * max(abs(D_b), 1.0)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-4)
+
+
+def test_default_solver_with_bias():
+    X, y = blobs(0, 3, 40)
+    for model in MODELS + FAMILY:
+        problem = make_problem(model, X, y, bias=True)
+        assert resolve_solver("auto", problem) == "s2do_bias"
+    with pytest.raises(ValueError, match="bias"):
+        resolve_solver("s2do_bias", make_problem("ww", X, y, bias=False))
+    with pytest.raises(ValueError, match="s2do_bias.*bias"):
+        s2do_bias.solve(make_problem("ww", X, y, bias=False))
+
+
+def test_precomputed_kernel():
+    X, y = blobs(1, 3, 50)
+    problem = make_problem("ww", X, y, C=1.0, bias=True)
+    K = problem.kernel.gram()
+    est = MultiClassSVC(model="ww", C=1.0, kernel="precomputed", fit_intercept=True,
+                        tol=1e-9).fit(K, y)
+    ref = MultiClassSVC(model="ww", C=1.0, gamma=0.5, fit_intercept=True,
+                        solver="cvxpy").fit(X, y)
+    assert est.solution_["status"] == "optimal"
+    assert abs(est.solution_["dual_objective"] - ref.solution_["dual_objective"]) <= 1e-6 * abs(
+        ref.solution_["dual_objective"])
+    # The user's Gram matrix is left alone (the penalty's offset works on a copy).
+    np.testing.assert_array_equal(K, problem.kernel.gram())
+
+
+def test_warm_start_with_its_bias():
+    X, y = blobs(2, 3, 60, spread=1.5)
+    problem = make_problem("cs", X, y, C=1.0, bias=True)
+    cold = s2do_bias.solve(problem, tol=1e-8)
+    warm = s2do_bias.solve(make_problem("cs", X, y, C=1.2, bias=True), tol=1e-8,
+                           warm_start=cold)
+    again = s2do_bias.solve(make_problem("cs", X, y, C=1.2, bias=True), tol=1e-8)
+    assert warm.status == again.status == "optimal"
+    assert warm.n_iter < again.n_iter
+    assert isinstance(warm, DualSolution)
+
+
+def test_rho_does_not_change_the_optimum():
+    X, y = blobs(6, 4, 80, spread=2.0)
+    problem = make_problem("ww", X, y, C=1.0, bias=True)
+    ref = _reference(problem)
+    for rho in (0.01, 0.1, 1.0, 10.0):
+        _check(problem, s2do_bias.solve(problem, tol=1e-9, rho=rho), ref, 1e-9)
+
+
+def test_max_iter_warns():
+    X, y = blobs(6, 4, 80, spread=2.0)
+    problem = make_problem("ww", X, y, C=1.0, bias=True)
+    with pytest.warns(ConvergenceWarning):
+        solution = s2do_bias.solve(problem, tol=1e-9, max_iter=5)
+    assert solution.status == "max_iter"
+    # Still feasible: the equality round-off is repaired whatever the status.
+    assert np.max(np.abs(problem.equality_residual(solution.alpha))) <= 1e-9 * problem.C
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"rho": -1.0}, "rho"),
+    ({"inner_fraction": 0.0}, "inner_fraction"),
+    ({"block_size": 1}, "block_size"),
+])
+def test_bad_options(options, message):
+    X, y = blobs(0, 3, 30)
+    with pytest.raises(ValueError, match=message):
+        s2do_bias.solve(make_problem("ww", X, y, bias=True), **options)
+
+
+def test_verbose_progress(capsys):
+    X, y = blobs(0, 3, 60)
+    s2do_bias.solve(make_problem("ww", X, y, bias=True), tol=1e-8, verbose=True)
+    assert "s2do_bias" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "precomputed"])
+@pytest.mark.parametrize("float32", [False, True])
+def test_cache_offset(kernel, float32):
+    """The cache serves rows of k + offset, and add_offset moves cached and later rows."""
+    from msvm.kernels import Kernel
+
+    X, _ = blobs(0, 3, 40)
+    base = Kernel(X, "rbf" if kernel == "precomputed" else kernel, gamma=0.5)
+    K = base.gram()
+    kern = Kernel(K, "precomputed") if kernel == "precomputed" else base
+    cache = kern.cache(1.0, float32=float32, offset=0.25)
+    rtol = 1e-6 if float32 else 1e-14
+    np.testing.assert_allclose(cache.rows([3, 7]), K[[3, 7]] + 0.25, rtol=rtol, atol=rtol)
+    cache.add_offset(0.5)
+    assert cache.offset == pytest.approx(0.75)
+    np.testing.assert_allclose(cache.rows([3, 7, 11]), K[[3, 7, 11]] + 0.75, rtol=rtol,
+                               atol=rtol * 10)
+    if kernel == "precomputed":
+        np.testing.assert_array_equal(K, base.gram())    # the caller's matrix is untouched
+        with pytest.raises(ValueError, match="offset"):
+            kern.cache(1.0).add_offset(1.0)
+
+
+def test_penalty_grows_where_the_dual_is_flat():
+    """Few free variables (mmr on the checkerboard at C = 0.1: 9 of 100): the dual
+    function of b is flat, steps ρr are short, and ρ grows until the residual falls."""
+    from validation.checks import build_problem
+    from validation.problems import get_problem
+
+    problem = build_problem(get_problem("checker-q4"), "mmr", True, "rbf", 0.1)
+    solution = s2do_bias.solve(problem, tol=1e-6)
+    assert solution.info["rho_growths"] >= 1
+    _check(problem, solution, _reference(problem), 1e-6)
+
+
+@pytest.mark.parametrize("cache_dtype", ["float64", "float32"])
+@pytest.mark.parametrize("model", ["ww", "llw", "msvm2"])
+def test_scores_are_those_of_the_users_kernel(model, cache_dtype):
+    """The cache serves k + ρ; the returned and certified scores are K'β̄ without it."""
+    X, y = blobs(8, 3, 70, spread=1.5)
+    problem = make_problem(model, X, y, C=1.0, bias=True)
+    solution = s2do_bias.solve(problem, tol=1e-8, certify=True, cache_dtype=cache_dtype)
+    exact = problem.scores(problem.beta(solution.alpha))
+    np.testing.assert_allclose(solution.certified_scores, exact, atol=1e-10)
+    atol = 1e-10 if cache_dtype == "float64" else 1e-5
+    np.testing.assert_allclose(solution.scores, exact, atol=atol)
