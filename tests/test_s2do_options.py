@@ -132,14 +132,15 @@ def test_two_threads_give_identical_iterates(model):
 
 
 def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
-    """The contention watch (every slice measured as contended here) takes the loop to
-    one thread and back many times during a run; the iterates stay those of one thread."""
+    """The contention watch (every slice measured as contended on all threads, and as free
+    on one) takes the loop to one thread and back at every time slice; the iterates stay
+    those of one thread."""
     X, y = blobs(4, 5, 700, spread=2.0)
     problem = make_problem("ww", X, y, C=2.0)
     one = s2do.solve(problem, tol=1e-6, n_jobs=1, cache_size=1.0)
     monkeypatch.setattr(ContentionWatch, "CONTENDED", -1.0)
-    monkeypatch.setattr(ContentionWatch, "PROBE", 1e-4)
-    monkeypatch.setattr(ContentionWatch, "HOLD", 1e-4)
+    monkeypatch.setattr(ContentionWatch, "IDLE", -1.0)
+    monkeypatch.setattr(s2do, "TIME_SLICE", 1e-4)
     switched = s2do.solve(problem, tol=1e-6, n_jobs=2, cache_size=1.0)
     assert switched.info["n_serial_switches"] >= 2
     assert switched.info["n_parallel_iter"] < switched.n_iter
@@ -147,26 +148,27 @@ def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
     np.testing.assert_array_equal(one.scores, switched.scores)
 
 
-def test_contention_watch_holds_one_thread_longer_while_the_cores_stay_busy(monkeypatch):
-    """Busy slices halve the loop's threads to one for a hold that doubles; a free slice
-    resets it; each return to all threads starts with a probe slice."""
-    # Seconds waited so far, as read at the watch's start and before and after each slice.
-    waits = iter([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
-    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: next(waits)))
-    monkeypatch.setattr(ContentionWatch, "HOLD", 1e-9)
+def test_contention_watch_follows_the_kernels_counters(monkeypatch):
+    """One thread first, all threads once the other cores were idle, one thread again when
+    the threads waited for a CPU, and so on; full slices after the first."""
+    # Cumulative seconds, in the order the watch reads them (see ContentionWatch).
+    idle = iter([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0])
+    waited = iter([0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    monkeypatch.setattr(ContentionWatch, "_idle", staticmethod(lambda: next(idle)))
+    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: next(waited)))
     calls = []
     watch = ContentionWatch(2, calls.append, 0.5)
-    assert watch.enabled and watch.next_slice() == watch.PROBE
-    watch.after_slice()                 # waited 1 s in a slice of microseconds: busy
-    assert calls == [1] and watch.n_serial == 1 and watch.hold == 2e-9
-    watch.after_slice()                 # the hold is over: all threads, a probe first
-    assert calls == [1, 2] and watch.next_slice() == watch.PROBE
-    watch.after_slice()                 # busy again: a longer hold
-    assert calls == [1, 2, 1] and watch.n_serial == 2 and watch.hold == 4e-9
-    watch.after_slice()
-    watch.after_slice()                 # no wait: the threads stay, full slices, hold reset
-    assert calls == [1, 2, 1, 2] and watch.next_slice() == 0.5 and watch.hold == 1e-9
-    assert not ContentionWatch(1, calls.append, 0.5).enabled
+    assert watch.enabled and calls == [1] and watch.next_slice() == watch.PROBE
+    watch.after_slice()                 # the other core was idle the whole slice
+    assert calls == [1, 2] and watch.next_slice() == 0.5
+    watch.after_slice()                 # the threads waited 1 s in microseconds: busy
+    assert calls == [1, 2, 1] and watch.n_serial == 1
+    watch.after_slice()                 # the other core stayed busy: one thread still
+    assert calls == [1, 2, 1]
+    watch.after_slice()                 # free again
+    watch.after_slice()                 # no wait on all threads: they stay
+    assert calls == [1, 2, 1, 2] and watch.n_serial == 1
+    assert not ContentionWatch(1, calls.append, 0.5).enabled and calls == [1, 2, 1, 2]
 
 
 def test_kernel_rows_do_not_depend_on_threads():

@@ -362,15 +362,21 @@ class ContentionWatch:
     the scheduler, and two threads run slower than one.  The loop's own
     timing of one thread against all (S2DO's ``_tune``) cannot see this
     reliably: its two windows fall in different phases of the run.  The
-    scheduler can: ``/proc/self/task/*/schedstat`` (Linux) gives each thread's
-    time spent runnable but waiting for a CPU.  Between time slices
-    (:func:`drive`), when the process's threads waited more than
-    ``CONTENDED`` of the slice's wall-clock time, the loop goes down to one
-    thread (``set_threads(1)``) for ``hold`` seconds, then tries all its
-    threads again for a short slice (``PROBE`` seconds); ``hold`` doubles each
-    time the cores are still busy, up to ``MAX_HOLD``.  The iterates do not
-    depend on the number of threads, only the speed does.  Without
-    ``schedstat`` (other systems) the watch does nothing.
+    kernel can (Linux ``/proc``), and the watch asks it between time slices
+    (:func:`drive`):
+
+    * the loop starts on one thread for a short slice (``PROBE`` seconds);
+    * after a slice on one thread, the loop takes all its threads when the
+      other cores were idle (``/proc/stat``: at least ``IDLE`` of a core per
+      extra thread);
+    * after a slice on all threads, it goes back to one thread when its
+      threads waited for a CPU (``/proc/self/task/*/schedstat``: run-queue
+      delay) more than ``CONTENDED`` of the slice's wall-clock time.
+
+    A busy machine thus costs one short slice at the start, and the loop
+    goes back to all threads within a slice once the cores are free.  The
+    iterates do not depend on the number of threads, only the speed does.
+    Without ``/proc`` (other systems) the watch does nothing.
 
     Parameters
     ----------
@@ -379,23 +385,24 @@ class ContentionWatch:
     set_threads : callable
         ``set_threads(n)`` makes the loop run on ``n`` threads from its next step.
     slice_length : float
-        Seconds of a time slice while the threads run unopposed.
+        Seconds of a time slice.
     """
 
     PROBE = 0.05
+    IDLE = 0.8
     CONTENDED = 0.2
-    HOLD = 1.0
-    MAX_HOLD = 32.0
 
     def __init__(self, threads: int, set_threads: Callable[[int], None], slice_length: float):
         self.threads = threads
         self.set_threads = set_threads
         self.slice_length = slice_length
-        self.enabled = threads > 1 and self._waited() is not None
-        self.serial_until: float | None = None   # perf_counter() time of the next probe
-        self.probing = True                       # the threads' next slice is a probe
-        self.hold = self.HOLD
+        self.enabled = (threads > 1 and self._waited() is not None
+                        and self._idle() is not None)
+        self.serial = self.enabled
+        self.first = True
         self.n_serial = 0                         # times the loop went down to one thread
+        if self.serial:
+            set_threads(1)
         self._start()
 
     @staticmethod
@@ -410,38 +417,42 @@ class ContentionWatch:
             return None
         return total * 1e-9
 
+    @staticmethod
+    def _idle() -> float | None:
+        """Seconds the machine's cores have been idle (None: not available)."""
+        try:
+            with open("/proc/stat") as f:
+                fields = f.readline().split()
+            return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     def _start(self) -> None:
-        self.t0, self.wait0 = time.perf_counter(), self._waited() if self.enabled else None
+        self.t0 = time.perf_counter()
+        if self.enabled:
+            self.mark = self._idle() if self.serial else self._waited()
 
     def next_slice(self) -> float:
         """Seconds of the next time slice."""
-        if not self.enabled:
-            return self.slice_length
-        if self.serial_until is not None:
-            return min(max(self.serial_until - time.perf_counter(), self.PROBE), self.slice_length)
-        return self.PROBE if self.probing else self.slice_length
+        return self.PROBE if self.enabled and self.first else self.slice_length
 
     def after_slice(self) -> None:
         """Measure the slice that ended and choose the threads of the next one."""
         if not self.enabled:
             return
-        now, waited = time.perf_counter(), self._waited()
-        if waited is None:
+        wall = time.perf_counter() - self.t0
+        now = self._idle() if self.serial else self._waited()
+        if now is None:
             self.enabled = False
             return
-        if self.serial_until is None:      # the threads ran
-            if waited - self.wait0 > self.CONTENDED * (now - self.t0):
-                self.set_threads(1)
-                self.serial_until = now + self.hold
-                self.hold = min(2.0 * self.hold, self.MAX_HOLD)
-                self.n_serial += 1
-            else:
-                self.hold = self.HOLD
-            self.probing = False
-        elif now >= self.serial_until:
+        self.first = False
+        if self.serial and now - self.mark >= self.IDLE * (self.threads - 1) * wall:
+            self.serial = False
             self.set_threads(self.threads)
-            self.serial_until = None
-            self.probing = True
+        elif not self.serial and now - self.mark > self.CONTENDED * wall:
+            self.serial = True
+            self.n_serial += 1
+            self.set_threads(1)
         self._start()
 
 
