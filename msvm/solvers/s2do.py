@@ -63,6 +63,29 @@ ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch"
 BLAS_THREADS = True
 
 
+def check_block_size(block_size) -> None:
+    """The ``ValueError`` of a ``block_size`` the compiled loop cannot take."""
+    from msvm._core._s2do import MAX_BLOCK_SIZE
+
+    if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
+        raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
+                         f"got {block_size!r}.")
+
+
+def configure(state, *, tune_threads: bool = True, lazy: bool = True, block_steps: bool = True,
+              block_size: int = 8, focus: bool = True, prefetch: bool = True,
+              slot_partner: bool = True) -> None:
+    """Set the loop switches of :func:`solve` (documented there) on a compiled ``S2DOState``."""
+    state.tune_threads = bool(tune_threads)
+    state.lazy_enabled = bool(lazy)
+    state.block_steps = bool(block_steps)
+    state.block_size = int(block_size)
+    state.prefetch = bool(prefetch)
+    state.slot_partner = bool(slot_partner)
+    if not focus:
+        state.focus_size = 0
+
+
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
           blas_threads: int | None = 1, n_jobs: int | None = None,
@@ -181,7 +204,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     -------
     DualSolution
     """
-    from msvm._core._s2do import MAX_BLOCK_SIZE, S2DOState
+    from msvm._core._s2do import S2DOState
 
     if problem.fit_intercept:
         raise ValueError("Solver 's2do' cannot handle a bias; use fit_intercept=False.")
@@ -191,9 +214,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tol = check_tol(tol)
     budget = iteration_budget(max_iter, problem.n_samples)
     # Options first: the state's constructor computes Gram rows for a warm start.
-    if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
-        raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
-                         f"got {block_size!r}.")
+    check_block_size(block_size)
     alpha = start_point(problem, warm_start)
     threads = n_threads(n_jobs)
     cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
@@ -221,14 +242,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     progress = SolverProgress("s2do", tol, enabled=verbose)
-    state.tune_threads = bool(tune_threads)
-    state.lazy_enabled = bool(lazy)
-    state.block_steps = bool(block_steps)
-    state.block_size = int(block_size)
-    state.prefetch = bool(prefetch)
-    state.slot_partner = bool(slot_partner)
-    if not focus:
-        state.focus_size = 0
+    configure(state, tune_threads=tune_threads, lazy=lazy, block_steps=block_steps,
+              block_size=block_size, focus=focus, prefetch=prefetch, slot_partner=slot_partner)
     n_start = state.n_iter
 
     watch = ContentionWatch(threads if tune_threads else 1, state.set_threads, slice_)

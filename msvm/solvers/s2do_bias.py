@@ -80,6 +80,7 @@ S2DO without a bias does (10⁶ steps for tol = 1e-7 on a 2-D ATS problem).
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -103,6 +104,7 @@ from msvm.solvers._common import (
     start_point,
     warn_not_converged,
 )
+from msvm.solvers.s2do import check_block_size, configure
 
 SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = False
@@ -185,19 +187,15 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         outer iterations, ``info['equality_residual']`` max_c |Σ β̄_ic| before
         the round-off repair.
     """
-    from msvm._core._s2do import MAX_BLOCK_SIZE, S2DOState
+    from msvm._core._s2do import S2DOState
 
     reason = supported(problem)
     if reason is not None:
         raise ValueError(f"Solver 's2do_bias' cannot solve this problem: {reason}.")
-    unknown = set(s2do_options) - {"shrinking", "fast", "lazy", "block_steps", "block_size",
-                                   "focus", "prefetch", "slot_partner", "tune_threads"}
+    unknown = set(s2do_options) - {"shrinking", "fast", *inspect.signature(configure).parameters}
     if unknown:
         raise TypeError(f"solve() got unexpected keyword arguments {sorted(unknown)}.")
-    block_size = s2do_options.get("block_size", 8)
-    if not (isinstance(block_size, (int, np.integer)) and 2 <= block_size <= MAX_BLOCK_SIZE):
-        raise ValueError(f"block_size must be an integer from 2 to {MAX_BLOCK_SIZE}, "
-                         f"got {block_size!r}.")
+    check_block_size(s2do_options.get("block_size", 8))
     if not 0 < inner_fraction <= 1:
         raise ValueError(f"inner_fraction must be in (0, 1], got {inner_fraction!r}.")
     clock = Clock()
@@ -237,14 +235,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
             n_threads=threads, **shared,
         )
-    state.tune_threads = bool(s2do_options.get("tune_threads", True))
-    state.lazy_enabled = bool(s2do_options.get("lazy", True))
-    state.block_steps = bool(s2do_options.get("block_steps", True))
-    state.block_size = int(block_size)
-    state.prefetch = bool(s2do_options.get("prefetch", True))
-    state.slot_partner = bool(s2do_options.get("slot_partner", True))
-    if not s2do_options.get("focus", True):
-        state.focus_size = 0
+    configure(state, **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
 
     progress = SolverProgress("s2do_bias", tol, enabled=verbose)
     final_tol = max(inner_fraction * tol, TOL_FLOOR)
