@@ -25,6 +25,16 @@ def make_problem(model, X, y, kernel="rbf", C=1.0, bias=False, gamma=0.5):
     return DualProblem(make_machine(model, Q), y, Kernel(X, kernel, gamma=gamma), C, bias)
 
 
+def cvxpy_reference(problem):
+    """The cvxpy solution of ``problem`` (asserted optimal) and its diagnostics."""
+    from msvm.diagnostics import diagnose
+    from msvm.solvers import get_solver
+
+    solution = get_solver("cvxpy").solve(problem)
+    assert solution.status == "optimal"
+    return solution, diagnose(problem, solution)
+
+
 def generated_cases(n: int = 10):
     """``n`` seeded (X, y, C) cases with Q in {2, 3, 5} and m between 30 and 90."""
     cases = []

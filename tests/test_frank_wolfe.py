@@ -15,15 +15,9 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from msvm.diagnostics import diagnose
-from msvm.solvers import frank_wolfe, get_solver
+from msvm.solvers import frank_wolfe
 
-from problem_factory import FAMILY, MODELS, blobs, make_problem
-
-
-def _reference(problem):
-    solution = get_solver("cvxpy").solve(problem)
-    assert solution.status == "optimal"
-    return solution, diagnose(problem, solution)
+from problem_factory import FAMILY, MODELS, blobs, cvxpy_reference, make_problem
 
 
 def _check_against(problem, solution, reference, tol):
@@ -51,7 +45,7 @@ def test_matches_reference(model, kernel, bias):
     for C in (0.5, 5.0):
         problem = make_problem(model, X, y, kernel=kernel, C=C, bias=bias)
         solution = frank_wolfe.solve(problem, tol=1e-10)
-        d = _check_against(problem, solution, _reference(problem), 1e-10)
+        d = _check_against(problem, solution, cvxpy_reference(problem), 1e-10)
         assert d.kkt_residual <= 1e-6, (C, d.kkt_residual)
 
 
@@ -64,7 +58,7 @@ def test_every_variant_meets_its_certificate(variant, face_steps):
     for model, bias in (("ww", True), ("cs", True), ("msvm2", False)):
         problem = make_problem(model, X, y, C=1.0, bias=bias)
         solution = frank_wolfe.solve(problem, tol=tol, fw_variant=variant, face_steps=face_steps)
-        _check_against(problem, solution, _reference(problem), tol)
+        _check_against(problem, solution, cvxpy_reference(problem), tol)
 
 
 @pytest.mark.parametrize("bias", [False, True])
@@ -73,7 +67,7 @@ def test_decomposition_matches_reference(model, bias):
     X, y = blobs(7, 4, 80, spread=2.0)
     problem = make_problem(model, X, y, C=2.0, bias=bias)
     solution = frank_wolfe.solve(problem, tol=1e-9, working_set_size=12, cache_size=0.05)
-    _check_against(problem, solution, _reference(problem), 1e-9)
+    _check_against(problem, solution, cvxpy_reference(problem), 1e-9)
     assert solution.info["n_splits"] > 3
     # The scores kept across splits are K'β̄ (no drift from the row updates).
     np.testing.assert_allclose(solution.scores, problem.scores(problem.beta(solution.alpha)),
@@ -93,7 +87,7 @@ def test_msvm2_box_grows_until_it_does_not_bind():
     X, y = blobs(1, 3, 60, spread=1.0)
     y[:4] = (y[:4] + 1) % 3  # mislabelled points: large slacks, large α
     problem = make_problem("msvm2", X, y, kernel="linear", C=1.0, bias=True)
-    ref_solution, ref = _reference(problem)
+    ref_solution, ref = cvxpy_reference(problem)
     assert ref_solution.alpha.max() > 4 * problem.C  # the first box [0, 4C] binds
     solution = frank_wolfe.solve(problem, tol=1e-9)
     assert solution.info["box_bound"] > ref_solution.alpha.max()
@@ -106,7 +100,7 @@ def test_warm_start_along_C():
     problem = make_problem("ww", X, y, C=1.1, bias=True)
     cold = frank_wolfe.solve(problem, tol=1e-9, record=True)
     warm = frank_wolfe.solve(problem, tol=1e-9, warm_start=first, record=True)
-    _check_against(problem, warm, _reference(problem), 1e-9)
+    _check_against(problem, warm, cvxpy_reference(problem), 1e-9)
     # The previous optimum starts with a smaller gap bound and needs fewer steps.
     assert warm.info["history"][0][3] < 0.01 * cold.info["history"][0][3]
     assert warm.n_iter < cold.n_iter

@@ -17,15 +17,9 @@ from sklearn.exceptions import ConvergenceWarning
 from msvm import MultiClassSVC
 from msvm.diagnostics import diagnose
 from msvm.problem import DualSolution
-from msvm.solvers import get_solver, resolve_solver, s2do_bias
+from msvm.solvers import resolve_solver, s2do_bias
 
-from problem_factory import FAMILY, MODELS, blobs, make_problem
-
-
-def _reference(problem):
-    solution = get_solver("cvxpy").solve(problem)
-    assert solution.status == "optimal"
-    return solution, diagnose(problem, solution)
+from problem_factory import FAMILY, MODELS, blobs, cvxpy_reference, make_problem
 
 
 def _check(problem, solution, reference, tol):
@@ -54,7 +48,7 @@ def test_matches_reference(model, kernel):
     for C in (0.5, 5.0):
         problem = make_problem(model, X, y, kernel=kernel, C=C, bias=True)
         solution = s2do_bias.solve(problem, tol=tol)
-        _check(problem, solution, _reference(problem), tol)
+        _check(problem, solution, cvxpy_reference(problem), tol)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -64,7 +58,7 @@ def test_generated_problems(model, seed):
     X, y = blobs(10 + seed, Q, 40 + 10 * seed, spread=1.0 + seed)
     problem = make_problem(model, X, y, C=(0.1, 1.0, 10.0)[seed], bias=True)
     solution = s2do_bias.solve(problem, tol=1e-9)
-    _check(problem, solution, _reference(problem), 1e-9)
+    _check(problem, solution, cvxpy_reference(problem), 1e-9)
 
 
 @pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
@@ -130,7 +124,7 @@ def test_warm_start_with_its_bias():
 def test_rho_does_not_change_the_optimum():
     X, y = blobs(6, 4, 80, spread=2.0)
     problem = make_problem("ww", X, y, C=1.0, bias=True)
-    ref = _reference(problem)
+    ref = cvxpy_reference(problem)
     for rho in (0.01, 0.1, 1.0, 10.0):
         _check(problem, s2do_bias.solve(problem, tol=1e-9, rho=rho), ref, 1e-9)
 
@@ -194,7 +188,7 @@ def test_penalty_grows_where_the_dual_is_flat():
     problem = build_problem(get_problem("checker-q4"), "mmr", True, "rbf", 0.1)
     solution = s2do_bias.solve(problem, tol=1e-6)
     assert solution.info["rho_growths"] >= 1
-    _check(problem, solution, _reference(problem), 1e-6)
+    _check(problem, solution, cvxpy_reference(problem), 1e-6)
 
 
 @pytest.mark.parametrize("cache_dtype", ["float64", "float32"])
