@@ -121,6 +121,7 @@ cdef class KernelCache:
     cdef readonly long long n_prefetched  # rows computed ahead of a request (prefetch)
     cdef readonly bint float32            # rows stored as float32 (twice the capacity)
     cdef public int n_threads             # OpenMP threads for computing a row
+    cdef Py_ssize_t _block                # entries of a row per block (row_block, from m only)
 
     # Training data (exactly one of the three representations is used).
     cdef bint _sparse

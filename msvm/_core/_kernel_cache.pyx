@@ -53,9 +53,10 @@ A solver that knows which rows it will want soon can ask for them together
 block, which reads X once for all of them instead of once per row (dgemv is
 bandwidth-bound), into never-used slots only.
 
-A row is computed in fixed blocks of ``ROW_BLOCK`` entries (one ``dgemv``
-and one transform each), shared among ``n_threads`` OpenMP threads.  The
-blocks do not depend on the number of threads, so neither do the values:
+A row is computed in fixed blocks of :func:`row_block` entries (one ``dgemv``
+or ``dgemm`` and one transform each), shared among ``n_threads`` OpenMP
+threads.  The blocks depend on m only, not on the number of threads, so
+neither do the values:
 a solver gives bit-identical results with 1 or 2 threads.  (BLAS's own
 threads are no help here: one row is too small a product to share, and
 OpenBLAS's workers busy-wait between calls.)
@@ -105,11 +106,25 @@ KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5:
 cdef double _BYTES_PER_MB = 1048576.0   # 2**20
 cdef long long _LLONG_SAFE = 1LL << 62
 
-#: Entries of a row computed per block (per dgemv call / per thread task).
-cdef Py_ssize_t ROW_BLOCK = 512
+#: Entries of a row per block (per BLAS call and thread task): at least ROW_BLOCK_MIN,
+#: at most ROW_BLOCK_MAX, a quarter of the row in between (see :func:`row_block`).
+cdef Py_ssize_t ROW_BLOCK_MIN = 512
+cdef Py_ssize_t ROW_BLOCK_MAX = 2048
 
 #: Most rows :meth:`KernelCache.prefetch` computes in one call (one dgemm per block).
-cdef Py_ssize_t PREFETCH_MAX = 16
+cdef Py_ssize_t PREFETCH_MAX = 64
+
+
+cpdef Py_ssize_t row_block(Py_ssize_t m) noexcept nogil:
+    """Entries of a Gram row of length m computed per block.
+
+    Small blocks make a dgemm of a few rows mostly packing of X; a quarter of
+    the row keeps four tasks for the threads; the bounds keep a block's slice
+    of X in cache.  A function of m alone, so the values do not depend on the
+    number of threads.
+    """
+    cdef Py_ssize_t b = (m + 3) // 4
+    return ROW_BLOCK_MIN if b < ROW_BLOCK_MIN else (ROW_BLOCK_MAX if b > ROW_BLOCK_MAX else b)
 
 
 cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb,
@@ -290,6 +305,7 @@ cdef class KernelCache:
         self._owner = X
         self.n_samples = X.shape[0]
         self.n_features = X.shape[1]
+        self._block = row_block(self.n_samples)
         if self._sparse:
             if X.shape[1] > np.iinfo(np.intc).max:
                 raise ValueError(f"At most {np.iinfo(np.intc).max} features, got {X.shape[1]}.")
@@ -434,7 +450,7 @@ cdef class KernelCache:
         :meth:`row_ptr`'s up to rounding (another summation order).
         """
         cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, slot0, b
-        cdef Py_ssize_t n_blocks = (m + ROW_BLOCK - 1) // ROW_BLOCK
+        cdef Py_ssize_t n_blocks = (m + self._block - 1) // self._block
         cdef double* G
         cdef double* gsq
         if not self.can_prefetch():
@@ -468,9 +484,9 @@ cdef class KernelCache:
 
     cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
                               const double* gsq, Py_ssize_t slot0, Py_ssize_t b) noexcept nogil:
-        """Columns [b·ROW_BLOCK, (b+1)·ROW_BLOCK) of the rows of :meth:`prefetch`."""
+        """Columns [b·block, (b+1)·block) of the rows of :meth:`prefetch`."""
         cdef Py_ssize_t m = self.n_samples
-        cdef Py_ssize_t j0 = b * ROW_BLOCK, j1 = (b + 1) * ROW_BLOCK
+        cdef Py_ssize_t j0 = b * self._block, j1 = (b + 1) * self._block
         cdef Py_ssize_t t, j
         cdef double* row
         if j1 > m:
@@ -505,7 +521,8 @@ cdef class KernelCache:
     cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil:
         """Row i into ``out``, in fixed blocks shared among ``n_threads`` threads."""
         cdef Py_ssize_t m = self.n_samples, b, p
-        cdef Py_ssize_t n_blocks = (m + ROW_BLOCK - 1) // ROW_BLOCK
+        cdef Py_ssize_t B = self._block
+        cdef Py_ssize_t n_blocks = (m + B - 1) // B
         cdef int n_threads = self.n_threads
         cdef Py_ssize_t start = 0, stop = 0
         if self._sparse:
@@ -516,12 +533,10 @@ cdef class KernelCache:
                 self._work[self._indices[p]] = self._data[p]
         if n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=n_threads, schedule="static"):
-                self._compute_block(i, out, b * ROW_BLOCK,
-                                    m if (b + 1) * ROW_BLOCK > m else (b + 1) * ROW_BLOCK)
+                self._compute_block(i, out, b * B, m if (b + 1) * B > m else (b + 1) * B)
         else:
             for b in range(n_blocks):
-                self._compute_block(i, out, b * ROW_BLOCK,
-                                    m if (b + 1) * ROW_BLOCK > m else (b + 1) * ROW_BLOCK)
+                self._compute_block(i, out, b * B, m if (b + 1) * B > m else (b + 1) * B)
         if self._sparse:
             for p in range(start, stop):
                 self._work[self._indices[p]] = 0.0
@@ -699,7 +714,7 @@ cdef class KernelCache:
         ----------
         indices : sequence of int
             Rows wanted soon; cached and repeated ones are skipped, and at most
-            16 rows and the never-used slots are filled (nothing is evicted).
+            64 rows and the never-used slots are filled (nothing is evicted).
 
         Returns
         -------

@@ -143,8 +143,14 @@ cores, runs everything on one thread (``set_threads``).
 Kernel rows.  When the first or second variable's row is missing and the
 cache still has never-used slots, it is computed in one block with the rows
 of the most violating examples not cached yet (``_fetch``; one dgemm reads
-X once for 16 rows, a dgemv once per row).  A few more rows are computed
-than would be requested, at a fraction of the cost.
+X once for the block, a dgemv once per row; the block grows with the number
+of features, from 8 to 64 rows).  A few more rows are computed than would be
+requested, at a fraction of the cost.
+
+Memory.  The passes read the Gram rows at the working set's positions,
+scattered over rows of m entries that mostly live in main memory: the loops
+prefetch the kernel values, records and score rows of the example AHEAD
+positions on, so that the loads overlap instead of stalling one at a time.
 
 Shrinking: every ``shrink_interval`` iterations examples whose every
 variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
@@ -207,6 +213,18 @@ from msvm._core._steps cimport (
     mask_t,
 )
 
+cdef extern from *:
+    """
+    #define MSVM_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 0)
+    #define MSVM_PREFETCHW(p) __builtin_prefetch((const void*)(p), 1, 0)
+    """
+    void MSVM_PREFETCH(const void* p) noexcept nogil
+    void MSVM_PREFETCHW(const void* p) noexcept nogil
+
+# Examples ahead of the one a loop visits whose kernel values, record and score row
+# are prefetched (the rows are read at scattered positions: latency-bound).
+cdef Py_ssize_t AHEAD = 8
+
 import numpy as np
 
 __all__ = ["MAX_BLOCK_SIZE", "S2DOState"]
@@ -236,8 +254,11 @@ cdef double FOCUS_FRACTION = 0.7
 cdef double UNSHRINK_EARLY = 10.0
 
 # Rows requested from the cache's prefetch at a miss (the missing one and the
-# most violating examples whose rows are not cached yet).
-cdef Py_ssize_t PREFETCH = 16
+# most violating examples whose rows are not cached yet): n_features / 8, from
+# PREFETCH_MIN to PREFETCH_MAX.  A block of rows reads X once, which pays on
+# long rows; on short ones the extra rows are mostly never used.
+cdef Py_ssize_t PREFETCH_MIN = 8
+cdef Py_ssize_t PREFETCH_MAX = 64
 
 # Examples of a block at most: the working set's two plus leaders of the last
 # pass (see S2DOState._solve_block); their Gram rows must stay valid together.
@@ -467,8 +488,9 @@ cdef class S2DOState:
     cdef double* gmin
     cdef Py_ssize_t* adown
     cdef Py_ssize_t* amin
-    cdef Py_ssize_t* fetch_rows     # PREFETCH
-    cdef double* fetch_viol         # PREFETCH
+    cdef Py_ssize_t n_fetch         # rows per prefetch (PREFETCH_MIN..PREFETCH_MAX)
+    cdef Py_ssize_t* fetch_rows     # n_fetch
+    cdef double* fetch_viol         # n_fetch
 
     # Parallel fast path: threads, working-set flags, per-chunk results and the
     # read-only inputs of one pass / one selection (set before the parallel loop).
@@ -644,8 +666,9 @@ cdef class S2DOState:
         self.gmin = <double*>malloc(self.R * sizeof(double))
         self.adown = <Py_ssize_t*>malloc(self.R * sizeof(Py_ssize_t))
         self.amin = <Py_ssize_t*>malloc(self.R * sizeof(Py_ssize_t))
-        self.fetch_rows = <Py_ssize_t*>malloc(PREFETCH * sizeof(Py_ssize_t))
-        self.fetch_viol = <double*>malloc(PREFETCH * sizeof(double))
+        self.n_fetch = min(max(kc.n_features // 8, PREFETCH_MIN), PREFETCH_MAX)
+        self.fetch_rows = <Py_ssize_t*>malloc(self.n_fetch * sizeof(Py_ssize_t))
+        self.fetch_viol = <double*>malloc(self.n_fetch * sizeof(double))
         if (self.dbeta == NULL or self.dcols == NULL or self.gdown == NULL
                 or self.gmin == NULL or self.adown == NULL or self.amin == NULL
                 or self.fetch_rows == NULL or self.fetch_viol == NULL):
@@ -1027,7 +1050,8 @@ cdef class S2DOState:
 
     cdef void _add_chunk(self, Py_ssize_t b, Py_ssize_t n_tgt) noexcept nogil:
         """Targets [b·CHUNK, (b+1)·CHUNK) of _add_block_scores."""
-        cdef Py_ssize_t u, e, u1 = (b + 1) * CHUNK
+        cdef Py_ssize_t u, e, x, u1 = (b + 1) * CHUNK
+        cdef int t
         cdef double* F = &self.F[0, 0]
         cdef double* S = &self.S[0]
         cdef bint centred = self.centred
@@ -1035,6 +1059,11 @@ cdef class S2DOState:
             u1 = n_tgt
         for u in range(b * CHUNK, u1):
             e = self.targets[u]
+            if u + AHEAD < u1:
+                x = self.targets[u + AHEAD]
+                for t in range(self.nblk):
+                    MSVM_PREFETCH(&self.brow[t][x])
+                MSVM_PREFETCHW(F + x * self.Q)
             _scatter(e, F + e * self.Q, S + e if centred else NULL, self.nblk, &self.brow[0],
                      &self.dS[0], self.pnc, self.pcol, self.pstart, self.prow, self.pw)
 
@@ -1049,13 +1078,13 @@ cdef class S2DOState:
             return
         self.fetch_rows[0] = e
         self.fetch_viol[0] = INFINITY
-        for t in range(self.n_work):   # insertion into the top PREFETCH by violation
+        for t in range(self.n_work):   # insertion into the top n_fetch by violation
             x = self.work_idx[t]
             v = self.ex[x].viol
-            if v <= 0 or x == e or (n == PREFETCH and v <= self.fetch_viol[n - 1]) \
+            if v <= 0 or x == e or (n == self.n_fetch and v <= self.fetch_viol[n - 1]) \
                     or self.kc.cached(x):
                 continue
-            if n < PREFETCH:
+            if n < self.n_fetch:
                 n += 1
             u = n - 1
             while u > 1 and self.fetch_viol[u - 1] < v:
@@ -1423,6 +1452,9 @@ cdef class S2DOState:
             t1 = self.n_work
         for t in range(b * CHUNK, t1):
             e = work[t]
+            if t + AHEAD < t1:
+                MSVM_PREFETCH(&Ki[work[t + AHEAD]])
+                MSVM_PREFETCH(&ex[work[t + AHEAD]])
             if e != i:
                 c = ex[e].cand_idx
                 if c >= 0:
@@ -1547,7 +1579,7 @@ cdef class S2DOState:
         Written with raw pointers and the slot logic inlined: this loop is the
         solver's hot spot.  Touches only rows of its own examples (thread-safe).
         """
-        cdef Py_ssize_t e, y, s, best_e = -1
+        cdef Py_ssize_t e, y, s, best_e = -1, x
         cdef Py_ssize_t P = self.P, Q = self.Q
         cdef Py_ssize_t e1 = (b + 1) * CHUNK, t_work
         cdef int j, nc = self.pnc, nb = self.nblk, au, ad, aa
@@ -1580,6 +1612,12 @@ cdef class S2DOState:
             e1 = self.m
         for t_work in range(b * CHUNK, e1):
             e = work[t_work] if by_work else t_work
+            if by_work and t_work + AHEAD < e1:
+                x = work[t_work + AHEAD]
+                for j in range(nb):
+                    MSVM_PREFETCH(&rows[j][x])
+                MSVM_PREFETCHW(&ex[x])
+                MSVM_PREFETCHW(F + x * Q)
             # The block's own rows are up to date already (_solve_block).
             Fe = F + e * Q
             dmax = 0.0
