@@ -114,6 +114,9 @@ cdef Py_ssize_t ROW_BLOCK_MAX = 2048
 #: Most rows :meth:`KernelCache.prefetch` computes in one call (one dgemm per block).
 cdef Py_ssize_t PREFETCH_MAX = 64
 
+#: Scratch of :meth:`KernelCache.cached_matmul`, in bytes (rows copied per dgemm).
+cdef Py_ssize_t MATMUL_BYTES = 8 << 20
+
 
 cpdef Py_ssize_t row_block(Py_ssize_t m) noexcept nogil:
     """Entries of a Gram row of length m computed per block.
@@ -666,12 +669,14 @@ cdef class KernelCache:
     def cached_matmul(self, coef):
         """``K @ coef`` from the float64 rows already in the cache, and which rows those are.
 
-        One ``dgemm`` over the whole row buffer (a slot whose row has a zero
-        coefficient gets a zero weight): the solver's certificate needs the
-        scores F = Kβ recomputed exactly, and the rows of the support vectors
-        are usually still cached, so they need not be computed again.  Rows
-        stored in float32 are rounded, so none is used then (nor for a
-        precomputed kernel, which keeps no buffer).
+        The rows with a non-zero coefficient are copied into a scratch block
+        (up to MATMUL_BYTES, at most 64 rows) and multiplied in one ``dgemm``
+        per block: the solver's certificate needs the scores F = Kβ recomputed
+        exactly, and the rows of the support vectors are usually still cached,
+        so they need not be computed again (rows without a coefficient, often
+        most of the cache, are not read).  Rows stored in float32 are rounded,
+        so none is used then (nor for a precomputed kernel, which keeps no
+        buffer).
 
         Parameters
         ----------
@@ -695,16 +700,31 @@ cdef class KernelCache:
             return product, covered
         rows = np.array([self._row_of_slot[s] for s in range(n_used)], dtype=np.intp)
         covered[rows] = True
-        weights = np.ascontiguousarray(np.asarray(c)[rows])
-        cdef double[:, ::1] w = weights, p = product
-        cdef double one = 1.0, zero = 0.0
+        weights = np.asarray(c)[rows]
+        used = np.flatnonzero(np.any(weights != 0, axis=1))   # slots with a coefficient
+        if len(used) == 0:
+            return product, covered
+        cdef const Py_ssize_t[::1] slots = used.astype(np.intp)
+        cdef double[:, ::1] w = np.ascontiguousarray(weights[used])
+        cdef double[:, ::1] p = product
+        cdef Py_ssize_t n_block = max(1, min(64, MATMUL_BYTES // (8 * m), len(used)))
+        cdef double[:, ::1] block = np.empty((n_block, m))
+        cdef Py_ssize_t start = 0, t, n, n_slots = slots.shape[0]
+        cdef int k
+        cdef double one = 1.0
         cdef char ta = b'N', tb = b'T'
         cdef int ldb = <int> m
         with nogil:
-            # Column-major: product (Q × m, ldc = Q) = weights (Q × n_used) · bufferᵀ,
-            # the buffer being a column-major (m × n_used) matrix with ld = m.
-            dgemm(&ta, &tb, &n_q, &n_out, &n_used, &one, &w[0, 0], &n_q, self._buffer, &ldb,
-                  &zero, &p[0, 0], &n_q)
+            while start < n_slots:
+                n = min(n_block, n_slots - start)
+                for t in range(n):
+                    memcpy(&block[t, 0], self._buffer + slots[start + t] * m, m * sizeof(double))
+                k = <int> n
+                # Column-major: product (Q × m, ldc = Q) += weights (Q × n) · blockᵀ, the
+                # block being a column-major (m × n) matrix with ld = m.
+                dgemm(&ta, &tb, &n_q, &n_out, &k, &one, &w[start, 0], &n_q, &block[0, 0], &ldb,
+                      &one, &p[0, 0], &n_q)
+                start += n
         return product, covered
 
     def prefetch_rows(self, indices):
