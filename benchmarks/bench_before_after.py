@@ -1,0 +1,125 @@
+"""Before and after a change, on the same machine at the same time.
+
+Ratios to a peer move with the machine's state: on a shared 2-core machine
+the same fit can take twice as long one day as the next, and a
+memory-bound solver suffers more than a compute-bound peer.  This
+benchmark removes that: it fits each configuration with two checkouts of
+msvm, alternately (before, after, before, after, ...), each fit in a fresh
+process, and reports both medians and their ratio.  ``--before`` is a
+checkout whose extensions are built in place, e.g.::
+
+    git worktree add /tmp/before <commit>
+    (cd /tmp/before && python setup.py build_ext --inplace)
+    python -m benchmarks.bench_before_after --before /tmp/before pendigits-ww letter-cs
+
+The "after" checkout is this repository.  A fit is :meth:`MultiClassSVC.fit`
+as a user runs it (default solver, ``--n-jobs`` threads, certificate
+included) on the configuration's data (:mod:`benchmarks.data`); the worker
+checks that it imported the checkout it was meant to.  Files:
+``results/<tag>.jsonl`` (one line per fit) and ``results/<tag>.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.configs import CONFIGS
+from benchmarks.results import RESULTS, header, strip_paths, write_jsonl
+from benchmarks.runs import ROOT
+
+#: The worker, run with ``python -c`` in the checkout's directory.
+WORKER = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+import msvm
+from benchmarks.configs import CONFIGS
+from benchmarks.data import load
+from msvm import MultiClassSVC
+c = CONFIGS[{config!r}]
+X, y, Xt, yt = load(c.dataset, c.n_train)
+est = MultiClassSVC(model=c.model, C=c.C, gamma=c.gamma, tol=c.tol, cache_size=c.cache_size,
+                    fit_intercept=c.bias, n_jobs={n_jobs})
+start = time.perf_counter()
+est.fit(X, y)
+fit_time = time.perf_counter() - start
+print(json.dumps(dict(fit_time=fit_time, n_iter=int(est.n_iter_), module=msvm.__file__,
+                      test_error=float((est.predict(Xt) != yt).mean()),
+                      status=est.solution_["status"])))
+"""
+
+
+def fit(root: Path, config: str, n_jobs: int) -> dict:
+    """One fit of ``config`` with the checkout at ``root``, in a fresh process."""
+    env = dict(os.environ)
+    env.setdefault("MSVM_DATASETS", str(ROOT.parent / "shared" / "datasets"))
+    code = WORKER.format(root=str(root), config=config, n_jobs=n_jobs)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(strip_paths(proc.stderr[-2000:]))
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not Path(row.pop("module")).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the worker for {root} imported another msvm")
+    return row
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """One line per configuration: the median of each side and their ratio."""
+    times: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        times.setdefault(row["config"], {"before": [], "after": []})[row["side"]].append(
+            row["fit_time"])
+    lines = []
+    for config, t in times.items():
+        med = {side: statistics.median(v) for side, v in t.items()}
+        lines.append(f"{config:16s} before {med['before']:8.3f} s  after {med['after']:8.3f} s  "
+                     f"after/before {med['after'] / med['before']:.2f}")
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="+", help=f"configurations; known: {list(CONFIGS)}")
+    parser.add_argument("--before", required=True, type=Path,
+                        help="a checkout of msvm with its extensions built in place")
+    parser.add_argument("--repeat", type=int, default=3, help="fits per checkout (default 3)")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--tag", default="before-after")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep results/<tag>.jsonl and skip the configurations it holds")
+    args = parser.parse_args(argv)
+    before = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.before,
+                            capture_output=True, text=True).stdout.strip()
+    after = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    jsonl = RESULTS / f"{args.tag}.jsonl"
+    if not args.resume:
+        jsonl.unlink(missing_ok=True)
+    done = {json.loads(line)["config"] for line in jsonl.read_text().splitlines()} \
+        if jsonl.exists() else set()
+    for config in args.configs:
+        if config in done:
+            continue
+        for r in range(args.repeat):
+            for side, root in (("before", args.before), ("after", ROOT)):
+                row = dict(config=config, side=side, commit=before if side == "before" else after,
+                           round=r + 1, n_jobs=args.n_jobs, **fit(root, config, args.n_jobs))
+                write_jsonl([row], jsonl, append=True)
+                print(f"{config:16s} {side:6s} {row['fit_time']:8.3f} s", flush=True)
+    lines = summary([json.loads(line) for line in jsonl.read_text().splitlines()])
+    print("\n".join(lines))
+    text = header("before/after", args.tag, f"before {before}, after {after} (uncommitted "
+                  f"changes included), n_jobs={args.n_jobs}, medians of {args.repeat} "
+                  "alternating fits")
+    (RESULTS / f"{args.tag}.txt").write_text(text + "\n" + "\n".join(lines) + "\n")
+    print(f"wrote results/{args.tag}.jsonl, results/{args.tag}.txt")
+
+
+if __name__ == "__main__":
+    main()
