@@ -93,6 +93,28 @@ def test_rows_match_sklearn_under_eviction(code, kind):
     assert kc.n_hits + kc.n_misses == 200
 
 
+@pytest.mark.parametrize("code", [RBF, LAPLACE])
+def test_exp_over_its_whole_range(code):
+    """The vectorised exp of rbf/laplace rows against numpy's on exponents 0 to -800.
+
+    One-dimensional points placed so that row 0 (the origin) reads exp(-t) for
+    t from 0 past the underflow at -708.4 (and its 512 entries cover both halves
+    of every vector block).  Distances from the origin are exact squares (rbf)
+    or absolute values (laplace), so the reference is numpy's exp of the same
+    argument; RTOL allows for the last bit of γ·d.  Below -708.39 the kernel
+    returns 0 where numpy's value is subnormal (under 1e-307).
+    """
+    gamma = KERNELS[code][2][0]
+    t = np.concatenate([[0.0], np.linspace(1e-8, 800.0, 511)])
+    x = np.sqrt(t / gamma) if code == RBF else t / gamma
+    X = x[:, None]
+    row = _make(X, code).row(0)
+    d = X[:, 0] ** 2 if code == RBF else np.abs(X[:, 0])
+    reference = np.exp(-gamma * d)
+    np.testing.assert_allclose(row, reference, rtol=RTOL, atol=1e-307)
+    assert row[0] == 1.0 and np.all(row >= 0.0) and np.all(np.diff(row) <= 0.0)
+
+
 def test_csr_canonicalised_and_int64_indices():
     """Unsorted indices, duplicates and int64 index arrays give the same rows."""
     X = _csr_with_empty_rows()
