@@ -8,9 +8,9 @@ msvm, alternately (before, after, before, after, ...), each fit in a fresh
 process, and reports both medians and their ratio.  ``--before`` is a
 checkout whose extensions are built in place, e.g.::
 
-    git worktree add /tmp/before <commit>
-    (cd /tmp/before && python setup.py build_ext --inplace)
-    python -m benchmarks.bench_before_after --before /tmp/before pendigits-ww letter-cs
+    git worktree add ../msvm-before <commit>
+    (cd ../msvm-before && python setup.py build_ext --inplace)
+    python -m benchmarks.bench_before_after --before ../msvm-before pendigits-ww letter-cs
 
 The "after" checkout is this repository.  A fit is :meth:`MultiClassSVC.fit`
 as a user runs it (default solver, ``--n-jobs`` threads, certificate

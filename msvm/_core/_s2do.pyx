@@ -336,6 +336,16 @@ cdef inline int _position(const int* a, int n, int v) noexcept nogil:
     return n
 
 
+cdef inline void _prefetch_scatter(Py_ssize_t x, double* Fx, int nb,
+                                   const double** rows) noexcept nogil:
+    """Prefetch what _scatter reads and writes for example x: its kernel values in
+    the block's nb rows and its score row Fx."""
+    cdef int t
+    for t in range(nb):
+        MSVM_PREFETCH(&rows[t][x])
+    MSVM_PREFETCHW(Fx)
+
+
 cdef inline double _scatter(Py_ssize_t e, double* Fe, double* Se, int nb,
                            const double** rows, const double* dS, int nc, const int* col,
                            const int* start, const int* row, const double* w) noexcept nogil:
@@ -1056,7 +1066,6 @@ cdef class S2DOState:
     cdef void _add_chunk(self, Py_ssize_t b, Py_ssize_t n_tgt) noexcept nogil:
         """Targets [b·CHUNK, (b+1)·CHUNK) of _add_block_scores."""
         cdef Py_ssize_t u, e, x, u1 = (b + 1) * CHUNK
-        cdef int t
         cdef double* F = &self.F[0, 0]
         cdef double* S = &self.S[0]
         cdef bint centred = self.centred
@@ -1066,9 +1075,7 @@ cdef class S2DOState:
             e = self.targets[u]
             if u + AHEAD < u1:
                 x = self.targets[u + AHEAD]
-                for t in range(self.nblk):
-                    MSVM_PREFETCH(&self.brow[t][x])
-                MSVM_PREFETCHW(F + x * self.Q)
+                _prefetch_scatter(x, F + x * self.Q, self.nblk, &self.brow[0])
             _scatter(e, F + e * self.Q, S + e if centred else NULL, self.nblk, &self.brow[0],
                      &self.dS[0], self.pnc, self.pcol, self.pstart, self.prow, self.pw)
 
@@ -1619,10 +1626,8 @@ cdef class S2DOState:
             e = work[t_work] if by_work else t_work
             if by_work and t_work + AHEAD < e1:
                 x = work[t_work + AHEAD]
-                for j in range(nb):
-                    MSVM_PREFETCH(&rows[j][x])
+                _prefetch_scatter(x, F + x * Q, nb, rows)
                 MSVM_PREFETCHW(&ex[x])
-                MSVM_PREFETCHW(F + x * Q)
             # The block's own rows are up to date already (_solve_block).
             Fe = F + e * Q
             dmax = 0.0
