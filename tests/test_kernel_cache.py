@@ -364,6 +364,52 @@ def test_prefetch_declined_where_rows_are_computed_one_at_a_time():
         _make(X, RBF).prefetch_rows([40])
 
 
+# ------------------------------------------------------------- the whole matrix
+@pytest.mark.parametrize("code", [LINEAR, POLY, RBF, SIGMOID])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("offset", [0.0, 0.5])
+def test_fill_gives_the_symmetric_kernel_matrix_from_half_of_it(code, n_threads, offset):
+    """Row blocks of 256 (m = 700: three, the last partial), each resumed after a
+    zero-second slice: every row equals the kernel, K is exactly symmetric, the
+    values computed are the blocks' upper trapezoids, and every request is a hit."""
+    m = 700
+    X = _dense(m=m, d=5)
+    g, deg, c0 = KERNELS[code][2]
+    kc = KernelCache(X, code, g, deg, c0, 64.0, n_threads=n_threads, offset=offset)
+    assert kc.fillable
+    slices = 1
+    while not kc.fill(0.0):
+        slices += 1
+    assert slices == 3 and not kc.fillable
+    assert kc.n_kernel_evaluations == 256 * 700 + 256 * 444 + 188 * 188
+    got = kc.rows(range(m))
+    np.testing.assert_array_equal(got, got.T)
+    np.testing.assert_array_equal(got.diagonal(), kc.diagonal())
+    np.testing.assert_allclose(got, _reference(X, code) + offset, rtol=RTOL, atol=ATOL)
+    assert kc.n_misses == 0 and kc.n_hits == m and kc.n_cached == m
+
+
+def test_fill_declined_or_abandoned_where_it_cannot_hold():
+    """Not fillable: a cache smaller than the matrix, laplace, sparse, float32, precomputed.
+    A row requested while a fill is under way ends the fill; what was filled stays exact."""
+    X = _dense(m=600, d=4)
+    g, deg, c0 = KERNELS[RBF][2]
+    assert not _make(X, RBF, _mb_for_rows(600, 599)).fillable
+    assert not _make(X, LAPLACE).fillable
+    assert not _make(_csr_with_empty_rows(), RBF).fillable
+    assert not KernelCache(X, RBF, g, deg, c0, 64.0, float32=True).fillable
+    assert not KernelCache(X @ X.T, PRECOMPUTED, 0.0, 0.0, 0.0, 64.0).fillable
+    assert not _make(X, LAPLACE).fill()
+    kc = _make(X, RBF)
+    kc.fill(0.0)                            # rows 0 .. 255
+    assert kc.n_cached == 256 and kc.fillable
+    kc.add_offset(0.25)                     # reaches the columns already under rows 256 ..
+    kc.row(599)                             # computed on request, in slot 256
+    assert not kc.fillable and not kc.fill()
+    np.testing.assert_allclose(kc.rows(range(600)), _reference(X, RBF) + 0.25,
+                               rtol=RTOL, atol=ATOL)
+
+
 # ------------------------------------------------- products from the cached rows
 @pytest.mark.parametrize("code", list(KERNELS))
 @pytest.mark.parametrize("kind", ["dense", "csr"])

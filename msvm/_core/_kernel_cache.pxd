@@ -61,6 +61,10 @@ from msvm._core._kernel cimport KernelSpec, RowSource
 cdef enum:
     SCRATCH_ROWS = 8
 
+# Rows one ``KernelCache.prefetch`` computes at most (one dgemm reads X once for them).
+cdef enum:
+    PREFETCH_MAX = 64
+
 cdef enum:
     BY_SLOT = 0
     BY_INDEX = 1
@@ -150,6 +154,7 @@ cdef class KernelCache:
     cdef Py_ssize_t* _row_of_slot         # capacity entries
     cdef Lru _lru                         # recency order of the slots
     cdef Py_ssize_t _n_used               # slots handed out so far
+    cdef Py_ssize_t _filled               # rows complete by fill() (slot = row), from row 0
 
     # C API.
     cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil
@@ -168,6 +173,10 @@ cdef class KernelCache:
     cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil
     cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
                               const double* gsq, Py_ssize_t slot0, Py_ssize_t b) noexcept nogil
+    cdef bint _fillable(self) noexcept nogil
+    cdef void _fill_rows(self, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil
+    cdef void _fill_block(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil
+    cdef void _mirror(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil
 
 
 cdef class SlotRowCache:

@@ -53,6 +53,13 @@ A solver that knows which rows it will want soon can ask for them together
 block, which reads X once for all of them instead of once per row (dgemv is
 bandwidth-bound), into never-used slots only.
 
+A cache that holds every row can instead compute the whole matrix at once
+(``fill``), by symmetry: half the kernel values, in blocks of 256 rows (one
+dgemm per block of columns, which packs X a few times instead of once per
+handful of rows), the other half copied.  The S2DO solvers do so before
+their loop: an all-in-one machine started from α = 0 has every example
+violating its margins, so nearly every row is requested anyway.
+
 A row is computed in fixed blocks of :func:`row_block` entries (one ``dgemv``
 or ``dgemm`` and one transform each), shared among ``n_threads`` OpenMP
 threads.  The blocks depend on m only, not on the number of threads, so
@@ -85,11 +92,12 @@ removed, is the owner's (:mod:`msvm._core._online`).
 """
 
 from cython.parallel cimport prange
-from libc.math cimport fabs
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport ddot, dgemm
 
+from msvm._core._steps cimport _now
 from msvm._core._kernel cimport (
     LAPLACE, PRECOMPUTED, KernelSpec, dense_block, dense_rows, kernel_values, sparse_rows,
     to_kernel,
@@ -111,8 +119,10 @@ cdef long long _LLONG_SAFE = 1LL << 62
 cdef Py_ssize_t ROW_BLOCK_MIN = 512
 cdef Py_ssize_t ROW_BLOCK_MAX = 2048
 
-#: Most rows :meth:`KernelCache.prefetch` computes in one call (one dgemm per block).
-cdef Py_ssize_t PREFETCH_MAX = 64
+#: Rows of one step of :meth:`KernelCache.fill` (one dgemm per block of columns).
+cdef Py_ssize_t FILL_ROWS = 256
+#: Rows below a step of :meth:`KernelCache.fill` mirrored per thread task.
+cdef Py_ssize_t MIRROR_ROWS = 64
 
 #: Scratch of :meth:`KernelCache.cached_matmul`, in bytes (rows copied per dgemm).
 cdef Py_ssize_t MATMUL_BYTES = 8 << 20
@@ -354,6 +364,7 @@ cdef class KernelCache:
         self._lru.head = -1
         self._lru.tail = -1
         self._n_used = 0
+        self._filled = 0
 
         self._spec = KernelSpec(kernel_code, gamma, degree, coef0)
         if self._sparse:
@@ -500,6 +511,113 @@ cdef class KernelCache:
                 row = self._buffer + (slot0 + t) * m
                 for j in range(j0, j1):
                     row[j] = row[j] + self.offset
+
+    # ------------------------------------------------------- the whole matrix
+
+    @property
+    def fillable(self):
+        """Whether :meth:`fill` can compute the whole Gram matrix: the cache holds every
+        row, the data are dense, the rows float64, the kernel an inner-product one (not
+        laplace or precomputed), and no row was computed otherwise."""
+        return bool(self._fillable())
+
+    cdef bint _fillable(self) noexcept nogil:
+        return (self.capacity >= self.n_samples and self._n_used == self._filled
+                and self._filled < self.n_samples and self.can_prefetch())
+
+    def fill(self, double seconds=INFINITY):
+        """Compute the whole Gram matrix, using its symmetry: half the kernel values.
+
+        Row blocks of FILL_ROWS examples are taken in order; a block computes its
+        rows from its own first column on (one dgemm per block of columns, shared
+        among ``n_threads`` threads) and copies those values into the columns of
+        the rows below it, whose earlier columns are then complete too.  Each
+        row is exactly symmetric to its column and stays in slot = row for
+        the life of the cache.  Where nearly every row is requested anyway -- an
+        all-in-one machine starting from α = 0, where every example violates
+        its margins, with a cache that holds them all -- this halves the kernel
+        work and makes every row a hit.
+
+        Parameters
+        ----------
+        seconds : float
+            Return after the first row block that ends beyond this many seconds
+            (call again to go on: an interrupt can land between calls).
+
+        Returns
+        -------
+        bool
+            True once every row is cached; False if more is to do or the cache is
+            not :attr:`fillable`.
+        """
+        cdef double start = _now()
+        cdef Py_ssize_t i0
+        if not self._fillable():
+            return False
+        with nogil:
+            while self._filled < self.n_samples:
+                i0 = self._filled
+                self._fill_rows(i0, min(i0 + FILL_ROWS, self.n_samples))
+                if _now() - start > seconds:
+                    break
+        return self._filled == self.n_samples
+
+    cdef void _fill_rows(self, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
+        """Rows i0 .. i1 − 1 from column i0 on, their mirror below, then their slots."""
+        cdef Py_ssize_t m = self.n_samples, n = i1 - i0, t, u, b
+        cdef Py_ssize_t n_blocks = (m - i0 + self._block - 1) // self._block
+        cdef Py_ssize_t n_tasks = (m - i1 + MIRROR_ROWS - 1) // MIRROR_ROWS
+        cdef double* K = self._buffer
+        if self.n_threads > 1 and n_blocks > 1:
+            for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
+                self._fill_block(i0, i1, b)
+        else:
+            for b in range(n_blocks):
+                self._fill_block(i0, i1, b)
+        # The diagonal, and the square block on it made exactly symmetric.
+        for t in range(n):
+            K[(i0 + t) * m + i0 + t] = self._diag[i0 + t]
+            for u in range(t + 1, n):
+                K[(i0 + u) * m + i0 + t] = K[(i0 + t) * m + i0 + u]
+        if self.n_threads > 1 and n_tasks > 1:
+            for b in prange(n_tasks, num_threads=self.n_threads, schedule="static"):
+                self._mirror(i0, i1, b)
+        else:
+            for b in range(n_tasks):
+                self._mirror(i0, i1, b)
+        for t in range(i0, i1):
+            self._row_of_slot[t] = t
+            self._slot_of_row[t] = t
+            lru_push_front(&self._lru, t)
+        self._n_used = i1
+        self._filled = i1
+        self.n_kernel_evaluations += n * (m - i0)
+
+    cdef void _fill_block(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil:
+        """Columns [i0 + b·block, i0 + (b+1)·block) of rows i0 .. i1 − 1."""
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, j
+        cdef Py_ssize_t j0 = i0 + b * self._block, j1 = i0 + (b + 1) * self._block
+        cdef double* row
+        if j1 > m:
+            j1 = m
+        dense_block(&self._spec, &self._rows, self._rows.X + i0 * d, self._sqnorm + i0,
+                    i1 - i0, self._buffer + i0 * m, m, j0, j1)
+        if self.offset != 0.0:
+            for t in range(i1 - i0):
+                row = self._buffer + (i0 + t) * m
+                for j in range(j0, j1):
+                    row[j] = row[j] + self.offset
+
+    cdef void _mirror(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil:
+        """Rows [i1 + b·MIRROR_ROWS, ...) get columns i0 .. i1 − 1 from rows i0 .. i1 − 1."""
+        cdef Py_ssize_t m = self.n_samples, j, t
+        cdef Py_ssize_t j0 = i1 + b * MIRROR_ROWS, j1 = i1 + (b + 1) * MIRROR_ROWS
+        cdef double* K = self._buffer
+        if j1 > m:
+            j1 = m
+        for j in range(j0, j1):
+            for t in range(i0, i1):
+                K[j * m + t] = K[t * m + j]
 
     # ----------------------------------------------------------- LRU list ops
 
@@ -659,6 +777,12 @@ cdef class KernelCache:
                 else:
                     row = self._buffer + s * m
                     for j in range(m):
+                        row[j] = row[j] + delta
+            if 0 < self._filled < m and self._n_used == self._filled:
+                # A fill under way: the rows below it hold their first columns already.
+                for s in range(self._filled, m):
+                    row = self._buffer + s * m
+                    for j in range(self._filled):
                         row[j] = row[j] + delta
             for j in range(m):
                 self._diag[j] = self._diag[j] + delta

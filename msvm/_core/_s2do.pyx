@@ -200,7 +200,7 @@ from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from msvm._core._kernel_cache cimport KernelCache, SCRATCH_ROWS
+from msvm._core._kernel_cache cimport PREFETCH_MAX, KernelCache, SCRATCH_ROWS
 from msvm._core._steps cimport (
     LazyControl,
     BLOCK_STEPS,
@@ -260,10 +260,9 @@ cdef double UNSHRINK_EARLY = 10.0
 
 # Rows requested from the cache's prefetch at a miss (the missing one and the
 # most violating examples whose rows are not cached yet): n_features / 8, from
-# PREFETCH_MIN to PREFETCH_MAX.  A block of rows reads X once, which pays on
+# PREFETCH_MIN to the cache's PREFETCH_MAX.  A block of rows reads X once, which pays on
 # long rows; on short ones the extra rows are mostly never used.
 cdef Py_ssize_t PREFETCH_MIN = 8
-cdef Py_ssize_t PREFETCH_MAX = 64
 
 # Examples of a block at most: the working set's two plus leaders of the last
 # pass (see S2DOState._solve_block); their Gram rows must stay valid together.

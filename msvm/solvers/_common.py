@@ -35,7 +35,7 @@ import numpy as np
 
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import StallWatch, default_max_iter
+from msvm.solvers import TIME_SLICE, StallWatch, default_max_iter
 
 #: Return codes of the compiled loops' ``run`` methods (S2DO, online, linear):
 #: stopping rule met, budget spent, time slice over (call again).
@@ -332,6 +332,14 @@ def limit_blas_threads(n: int | None):
 
     with threadpool_limits(limits=int(n), user_api="blas"):
         yield
+
+
+def fill_gram(cache) -> None:
+    """Every Gram row up front when the cache can hold them all and nothing else was
+    computed yet (:meth:`~msvm._core._kernel_cache.KernelCache.fill`: half the kernel
+    values, by symmetry), in slices of :data:`TIME_SLICE` so that Ctrl-C lands in between."""
+    while cache.fillable and not cache.fill(TIME_SLICE):
+        pass
 
 
 def drive(run: Callable[[], int], after: Callable[[int], None] | None = None,

@@ -40,6 +40,7 @@ from msvm.solvers._common import (
     ContentionWatch,
     check_trace,
     drive,
+    fill_gram,
     float32,
     iteration_budget,
     limit_blas_threads,
@@ -170,10 +171,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     focus : bool
         Allow the focus rounds described under ``lazy`` (default).
     prefetch : bool
-        A missing Gram row is computed in one block with those of the most
-        violating examples whose rows are not cached yet (one ``dgemm``
-        instead of several ``dgemv``), while the cache has never-used slots
-        (default).
+        Compute Gram rows ahead of their requests (default): the whole matrix
+        before the loop when the cache holds it (half the kernel values, by
+        symmetry; :func:`~msvm.solvers._common.fill_gram`), else a missing row
+        in one block with those of the most violating examples whose rows are
+        not cached yet (one ``dgemm`` instead of several ``dgemv``), while the
+        cache has never-used slots.
     slot_partner : bool
         Fast path, sum-to-zero machines (LLW, M-SVM²): the second-variable search
         also reads, in every example, the variable of the first variable's slot,
@@ -220,6 +223,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
     tables = machine_tables(problem.machine, fast=fast)
     with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
+        if prefetch:
+            fill_gram(cache)
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift, tol=tol,
             centred=tables.centred,

@@ -96,6 +96,7 @@ from msvm.solvers._common import (
     Clock,
     ContentionWatch,
     drive,
+    fill_gram,
     float32,
     iteration_budget,
     limit_blas_threads,
@@ -229,6 +230,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     shared["gamma"] = gamma
     inner_tol = max(inner_fraction * tol, 1e-12)
     with limit_blas_threads(blas_threads):
+        if s2do_options.get("prefetch", True):
+            fill_gram(cache)
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
             tol=inner_tol, centred=tables.centred,
