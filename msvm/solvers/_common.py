@@ -334,14 +334,6 @@ def limit_blas_threads(n: int | None):
         yield
 
 
-def fill_gram(cache) -> None:
-    """Every Gram row up front when the cache can hold them all and nothing else was
-    computed yet (:meth:`~msvm._core._kernel_cache.KernelCache.fill`: half the kernel
-    values, by symmetry), in slices of :data:`TIME_SLICE` so that Ctrl-C lands in between."""
-    while cache.fillable and not cache.fill(TIME_SLICE):
-        pass
-
-
 def drive(run: Callable[[], int], after: Callable[[int], None] | None = None,
           stall: StallWatch | None = None) -> int:
     """Run a compiled loop in time slices until it stops; its final code.
@@ -462,6 +454,20 @@ class ContentionWatch:
             self.n_serial += 1
             self.set_threads(1)
         self._start()
+
+
+def fill_gram(cache, threads: int, watch: bool = True) -> None:
+    """Every Gram row up front when the cache can hold them all and nothing else was
+    computed yet (:meth:`~msvm._core._kernel_cache.KernelCache.fill`: half the kernel
+    values, by symmetry), in time slices so that Ctrl-C lands in between; with
+    ``watch``, on one thread while other processes hold the cores, as the solvers'
+    loops (:class:`ContentionWatch`).  The cache is left on ``threads`` threads."""
+    if cache.fillable:
+        contention = ContentionWatch(threads if watch else 1,
+                                     lambda n: setattr(cache, "n_threads", n), TIME_SLICE)
+        while not cache.fill(contention.next_slice()) and cache.fillable:
+            contention.after_slice()
+    cache.n_threads = threads
 
 
 class Clock:

@@ -224,7 +224,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tables = machine_tables(problem.machine, fast=fast)
     with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
         if prefetch:
-            fill_gram(cache)
+            fill_gram(cache, threads, watch=tune_threads)
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift, tol=tol,
             centred=tables.centred,

@@ -231,7 +231,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     inner_tol = max(inner_fraction * tol, 1e-12)
     with limit_blas_threads(blas_threads):
         if s2do_options.get("prefetch", True):
-            fill_gram(cache)
+            fill_gram(cache, threads, watch=s2do_options.get("tune_threads", True))
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
             tol=inner_tol, centred=tables.centred,
