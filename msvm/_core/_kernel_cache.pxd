@@ -171,11 +171,10 @@ cdef class KernelCache:
     cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                              Py_ssize_t j1) noexcept nogil
     cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil
-    cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
-                              const double* gsq, Py_ssize_t slot0, Py_ssize_t b) noexcept nogil
+    cdef void _gram_block(self, const double* G, const double* gsq, Py_ssize_t n,
+                          Py_ssize_t slot0, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil
     cdef bint _fillable(self) noexcept nogil
     cdef void _fill_rows(self, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil
-    cdef void _fill_block(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil
     cdef void _mirror(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil
 
 

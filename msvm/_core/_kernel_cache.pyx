@@ -486,21 +486,23 @@ cdef class KernelCache:
             self._take_slot(rows[t])      # never-used slots: slot0 + t
         if self.n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._prefetch_block(rows, n, G, gsq, slot0, b)
+                self._gram_block(G, gsq, n, slot0, 0, b)
         else:
             for b in range(n_blocks):
-                self._prefetch_block(rows, n, G, gsq, slot0, b)
+                self._gram_block(G, gsq, n, slot0, 0, b)
         free(G)
         for t in range(n):
             self._buffer[(slot0 + t) * m + rows[t]] = self._diag[rows[t]]
         self.n_prefetched += n
         return n
 
-    cdef void _prefetch_block(self, const Py_ssize_t* rows, Py_ssize_t n, const double* G,
-                              const double* gsq, Py_ssize_t slot0, Py_ssize_t b) noexcept nogil:
-        """Columns [b·block, (b+1)·block) of the rows of :meth:`prefetch`."""
+    cdef void _gram_block(self, const double* G, const double* gsq, Py_ssize_t n,
+                          Py_ssize_t slot0, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil:
+        """Columns [j_first + b·block, j_first + (b+1)·block) of the n rows in slots
+        slot0 ... whose points are the rows of G (squared norms gsq): one dgemm (the
+        blocks of :meth:`prefetch` and :meth:`fill`)."""
         cdef Py_ssize_t m = self.n_samples
-        cdef Py_ssize_t j0 = b * self._block, j1 = (b + 1) * self._block
+        cdef Py_ssize_t j0 = j_first + b * self._block, j1 = j_first + (b + 1) * self._block
         cdef Py_ssize_t t, j
         cdef double* row
         if j1 > m:
@@ -568,12 +570,13 @@ cdef class KernelCache:
         cdef Py_ssize_t n_blocks = (m - i0 + self._block - 1) // self._block
         cdef Py_ssize_t n_tasks = (m - i1 + MIRROR_ROWS - 1) // MIRROR_ROWS
         cdef double* K = self._buffer
+        cdef const double* G = self._rows.X + i0 * self.n_features   # the block's points
         if self.n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._fill_block(i0, i1, b)
+                self._gram_block(G, self._sqnorm + i0, n, i0, i0, b)
         else:
             for b in range(n_blocks):
-                self._fill_block(i0, i1, b)
+                self._gram_block(G, self._sqnorm + i0, n, i0, i0, b)
         # The diagonal, and the square block on it made exactly symmetric.
         for t in range(n):
             K[(i0 + t) * m + i0 + t] = self._diag[i0 + t]
@@ -592,21 +595,6 @@ cdef class KernelCache:
         self._n_used = i1
         self._filled = i1
         self.n_kernel_evaluations += n * (m - i0)
-
-    cdef void _fill_block(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil:
-        """Columns [i0 + b·block, i0 + (b+1)·block) of rows i0 .. i1 − 1."""
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, j
-        cdef Py_ssize_t j0 = i0 + b * self._block, j1 = i0 + (b + 1) * self._block
-        cdef double* row
-        if j1 > m:
-            j1 = m
-        dense_block(&self._spec, &self._rows, self._rows.X + i0 * d, self._sqnorm + i0,
-                    i1 - i0, self._buffer + i0 * m, m, j0, j1)
-        if self.offset != 0.0:
-            for t in range(i1 - i0):
-                row = self._buffer + (i0 + t) * m
-                for j in range(j0, j1):
-                    row[j] = row[j] + self.offset
 
     cdef void _mirror(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil:
         """Rows [i1 + b·MIRROR_ROWS, ...) get columns i0 .. i1 − 1 from rows i0 .. i1 − 1."""
