@@ -346,12 +346,57 @@ def test_prefetched_rows_match_sklearn_and_evict_nothing(code, n_threads):
     assert kc.n_prefetched == 11 and kc.n_misses == 1
     assert kc.n_kernel_evaluations == 12 * 1100
     assert set(kc.cached_rows()) == {5, 9, 1099, 0, 300, 301, 302, 303, 304, 305, 306, 307}
-    assert kc.prefetch_rows([400]) == 0     # full: nothing evicted
+    assert kc.prefetch_rows([400]) == 0     # full, and under 16 rows: nothing evicted
     got = kc.rows([9, 1099, 0, 307])
     np.testing.assert_allclose(got, K[[9, 1099, 0, 307]], rtol=RTOL, atol=ATOL)
     np.testing.assert_array_equal(got[:, [9, 1099, 0, 307]].diagonal(),
                                   kc.diagonal()[[9, 1099, 0, 307]])
     assert kc.n_misses == 1 and kc.n_hits == 4
+
+
+def test_a_full_cache_prefetches_into_its_least_recently_used_eighth():
+    """Once every slot is used a prefetch evicts the least recently used rows, an eighth
+    of the cache at most; its rows equal the kernel, and those evicted before any request
+    are counted."""
+    X = _dense(m=500, d=6)
+    K = _reference(X, RBF)
+    kc = _make(X, RBF, _mb_for_rows(500, 32))
+    assert kc.capacity == 32
+    kc.rows(range(32))                      # full; row 0 least recently used
+    assert kc.prefetch_rows(range(100, 110)) == 4
+    assert set(kc.cached_rows()) == set(range(4, 32)) | set(range(100, 104))
+    got = kc.rows([100, 103])
+    np.testing.assert_allclose(got, K[[100, 103]], rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[:, [100, 103]].diagonal(), kc.diagonal()[[100, 103]])
+    assert kc.n_misses == 32 and kc.n_hits == 2 and kc.n_prefetched == 4
+    kc.rows(range(200, 232))                # evicts every row: 101 and 102 never requested
+    assert kc.n_prefetch_unused == 2
+
+
+def test_an_evicting_prefetch_shrinks_when_its_rows_go_unused_and_grows_when_used():
+    """It starts at 16 rows; rows requested after the prefetch double that (up to an eighth
+    of the cache, 32 here), rows evicted unused halve it (down to 2)."""
+    X = _dense(m=3000, d=4)
+    kc = _make(X, RBF, _mb_for_rows(3000, 256))
+    kc.rows(range(256))
+    start = 256
+    sizes = []
+    for _ in range(40):                     # never requested: each goes out unused
+        n = kc.prefetch_rows(range(start, start + 64))
+        sizes.append(n)
+        start += n
+    assert sizes[0] == 16 and sizes[-1] == 2
+    assert all(a >= b for a, b in zip(sizes, sizes[1:]))
+    kc.rows(range(start, start + 256))      # requested rows evict every unused one
+    start += 256
+    sizes = []
+    for _ in range(40):                     # each row requested at once
+        n = kc.prefetch_rows(range(start, start + 64))
+        kc.rows(range(start, start + n))
+        sizes.append(n)
+        start += n
+    assert sizes[0] == 2 and sizes[-1] == 32
+    assert all(a <= b for a, b in zip(sizes, sizes[1:]))
 
 
 def test_prefetch_declined_where_rows_are_computed_one_at_a_time():

@@ -162,6 +162,28 @@ def test_a_cache_that_holds_every_row_is_filled_first():
         <= reports[0].duality_gap + reports[1].duality_gap
 
 
+def test_a_cache_smaller_than_the_matrix_keeps_prefetching_into_used_slots():
+    """With room for 100 of 700 rows, S2DO goes on computing rows in blocks once the
+    cache is full (more rows prefetched than the cache holds), every row computed is
+    counted, and it reaches the optimum of the row-by-row path."""
+    X, y = blobs(4, 5, 700, spread=2.0)
+    problem = make_problem("cs", X, y, C=2.0)
+    mb = 100 * 700 * 8 / 2**20
+    blocks = s2do.solve(problem, tol=TOL, cache_size=mb)
+    by_rows = s2do.solve(problem, tol=TOL, cache_size=mb, prefetch=False)
+    assert blocks.info["cache_rows"] == 100
+    assert blocks.info["cache_prefetched"] > 100
+    assert blocks.n_kernel_evaluations == 700 * (blocks.info["cache_misses"]
+                                                 + blocks.info["cache_prefetched"])
+    assert by_rows.info["cache_prefetched"] == 0
+    reports = [diagnose(problem, solution) for solution in (blocks, by_rows)]
+    for solution, report in zip((blocks, by_rows), reports, strict=True):
+        assert solution.status == "optimal" and report.kkt_violation <= TOL
+        assert report.duality_gap >= 0
+    assert abs(reports[0].dual_objective - reports[1].dual_objective) \
+        <= reports[0].duality_gap + reports[1].duality_gap
+
+
 def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
     """The contention watch (every slice measured as contended on all threads, and as free
     on one) takes the loop to one thread and back at every time slice; the iterates stay

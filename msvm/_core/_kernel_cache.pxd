@@ -34,6 +34,11 @@
 # through SCRATCH_ROWS scratch rows used in turn (so the two-pointer guarantee
 # holds as well).
 #
+# ``prefetch`` computes rows ahead of their requests: into never-used slots while
+# there are any, then into the least recently used eighth of the slots at most, so
+# that the rows returned by the last SCRATCH_ROWS requests survive it once the
+# capacity is at least 16 (below that a full cache declines to prefetch).
+#
 # Preconditions (not checked, for speed): 0 <= i < n_samples.  The cache is
 # not thread-safe: do not call row_ptr on one cache from several threads (a
 # row it computes is itself split over ``n_threads`` OpenMP threads).
@@ -64,6 +69,12 @@ cdef enum:
 # Rows one ``KernelCache.prefetch`` computes at most (one dgemm reads X once for them).
 cdef enum:
     PREFETCH_MAX = 64
+
+# Once every slot is used, a prefetch takes at most capacity / PREFETCH_EVICT_SHARE of
+# them, and first PREFETCH_EVICT_START (then as many as its rows are used, see _judge_ahead).
+cdef enum:
+    PREFETCH_EVICT_SHARE = 8
+    PREFETCH_EVICT_START = 16
 
 cdef enum:
     BY_SLOT = 0
@@ -123,6 +134,7 @@ cdef class KernelCache:
     cdef readonly long long n_hits
     cdef readonly long long n_misses
     cdef readonly long long n_prefetched  # rows computed ahead of a request (prefetch)
+    cdef readonly long long n_prefetch_unused  # of those, evicted before any request
     cdef readonly bint float32            # rows stored as float32 (twice the capacity)
     cdef public int n_threads             # OpenMP threads for computing a row
     cdef Py_ssize_t _block                # entries of a row per block (row_block, from m only)
@@ -155,6 +167,10 @@ cdef class KernelCache:
     cdef Lru _lru                         # recency order of the slots
     cdef Py_ssize_t _n_used               # slots handed out so far
     cdef Py_ssize_t _filled               # rows complete by fill() (slot = row), from row 0
+    cdef double* _block_rows              # PREFETCH_MAX rows: a prefetch that evicts (lazily)
+    cdef char* _ahead                     # slot holds an evicting prefetch's row not yet requested
+    cdef Py_ssize_t _ahead_rows           # rows of the next evicting prefetch at most
+    cdef long long _ahead_used, _ahead_lost   # its rows requested / evicted unused, lately
 
     # C API.
     cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil
@@ -172,8 +188,11 @@ cdef class KernelCache:
                              Py_ssize_t j1) noexcept nogil
     cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil
     cdef void _gram_block(self, const double* G, const double* gsq, Py_ssize_t n,
-                          Py_ssize_t slot0, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil
+                          double* out, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil
     cdef bint _fillable(self) noexcept nogil
+    cdef bint _blockwise(self) noexcept nogil
+    cdef Py_ssize_t _prefetch_room(self) noexcept nogil
+    cdef void _judge_ahead(self) noexcept nogil
     cdef void _fill_rows(self, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil
     cdef void _mirror(self, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t b) noexcept nogil
 

@@ -51,7 +51,9 @@ rbf and laplace).
 A solver that knows which rows it will want soon can ask for them together
 (``prefetch``): the gathered rows are multiplied by X in one ``dgemm`` per
 block, which reads X once for all of them instead of once per row (dgemv is
-bandwidth-bound), into never-used slots only.
+bandwidth-bound): into never-used slots while there are any, then into the
+least recently used eighth of the cache at most (through a block buffer of
+PREFETCH_MAX rows, outside the budget, allocated at the first such prefetch).
 
 A cache that holds every row can instead compute the whole matrix at once
 (``fill``), by symmetry: half the kernel values, in blocks of 256 rows (one
@@ -112,6 +114,7 @@ __all__ = ["KernelCache", "SlotRowCache", "KERNEL_NAMES"]
 KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5: "precomputed"}
 
 cdef double _BYTES_PER_MB = 1048576.0   # 2**20
+
 cdef long long _LLONG_SAFE = 1LL << 62
 
 #: Entries of a row per block (per BLAS call and thread task): at least ROW_BLOCK_MIN,
@@ -248,6 +251,8 @@ cdef class KernelCache:
         free(self._l1norm)
         free(self._diag)
         free(self._work)
+        free(self._block_rows)
+        free(self._ahead)
         self._buffer = NULL
         self._fbuffer = NULL
         self._scratch = NULL
@@ -259,6 +264,8 @@ cdef class KernelCache:
         self._l1norm = NULL
         self._diag = NULL
         self._work = NULL
+        self._block_rows = NULL
+        self._ahead = NULL
 
     def __init__(self, X, int kernel_code, double gamma, double degree, double coef0,
                  double cache_size_mb, bint float32=False, int n_threads=1,
@@ -288,6 +295,7 @@ cdef class KernelCache:
         self.n_hits = 0
         self.n_misses = 0
         self.n_prefetched = 0
+        self.n_prefetch_unused = 0
 
         if self._precomputed:
             if sp.issparse(X):
@@ -357,6 +365,11 @@ cdef class KernelCache:
             self._buffer = <double*> _xmalloc(<size_t> self.capacity * <size_t> m * sizeof(double))
         self._slot_of_row = <Py_ssize_t*> _xmalloc(m * sizeof(Py_ssize_t))
         self._row_of_slot = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
+        self._ahead = <char*> _xmalloc(self.capacity * sizeof(char))
+        memset(self._ahead, 0, self.capacity * sizeof(char))
+        self._ahead_rows = PREFETCH_EVICT_START
+        self._ahead_used = 0
+        self._ahead_lost = 0
         self._lru.prev = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
         self._lru.next = <Py_ssize_t*> _xmalloc(self.capacity * sizeof(Py_ssize_t))
         for i in range(m):
@@ -423,6 +436,9 @@ cdef class KernelCache:
         if slot >= 0:
             self.n_hits += 1
             lru_touch(&self._lru, slot)
+            if self._ahead[slot]:
+                self._ahead[slot] = 0
+                self._ahead_used += 1
             if not self.float32:
                 return self._buffer + slot * m
             out = self._scratch + self._turn * m
@@ -449,8 +465,33 @@ cdef class KernelCache:
         return self._precomputed or self._slot_of_row[i] >= 0
 
     cdef bint can_prefetch(self) noexcept nogil:
-        return (self._n_used < self.capacity and not self._sparse and not self._precomputed
-                and not self.float32 and self.kernel_code != LAPLACE and self.n_features > 0)
+        return self._prefetch_room() > 1 and self._blockwise()
+
+    cdef bint _blockwise(self) noexcept nogil:
+        """Whether rows can be computed as a block by dgemm: dense float64 rows of an
+        inner-product kernel (laplace, sparse, float32 and precomputed caches compute
+        them one at a time or not at all)."""
+        return (not self._sparse and not self._precomputed and not self.float32
+                and self.kernel_code != LAPLACE and self.n_features > 0)
+
+    cdef Py_ssize_t _prefetch_room(self) noexcept nogil:
+        """Rows one prefetch may compute: the never-used slots while there are any,
+        then an eighth of the cache (the least recently used slots)."""
+        if self._n_used < self.capacity:
+            return self.capacity - self._n_used
+        return min(self.capacity // PREFETCH_EVICT_SHARE, self._ahead_rows)
+
+    cdef void _judge_ahead(self) noexcept nogil:
+        """Halve the rows of an evicting prefetch when more of them are evicted unused
+        than are requested, double them (up to PREFETCH_MAX) when four in five are."""
+        if self._ahead_used + self._ahead_lost < 4 * self._ahead_rows:
+            return
+        if self._ahead_lost > self._ahead_used:
+            self._ahead_rows = max(self._ahead_rows // 2, 2)
+        elif 4 * self._ahead_lost < self._ahead_used:
+            self._ahead_rows = min(2 * self._ahead_rows, PREFETCH_MAX)
+        self._ahead_used = 0
+        self._ahead_lost = 0
 
     cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil:
         """Compute up to PREFETCH_MAX of ``rows`` (absent, distinct) with one dgemm per block.
@@ -458,59 +499,77 @@ cdef class KernelCache:
         A dgemv reads all of X for one row, a dgemm for a block of rows: on
         dense data kernel rows are bandwidth-bound, so a solver that knows
         which rows it will want soon gets them several times cheaper this
-        way.  Only never-used slots are filled (nothing is evicted, so no
-        pointer handed out is invalidated); returns the number of rows
+        way.  The rows go into never-used slots while there are any (nothing
+        evicted), then into the least recently used ones: at most an eighth
+        of the cache, so none of the other seven eighths' rows -- in
+        particular the SCRATCH_ROWS most recently returned, once the
+        capacity is at least 16 -- is evicted.  Returns the number of rows
         computed (0 unless :meth:`can_prefetch`).  The values equal
         :meth:`row_ptr`'s up to rounding (another summation order).
         """
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, slot0, b
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, slot
         cdef Py_ssize_t n_blocks = (m + self._block - 1) // self._block
+        cdef bint evicting = self._n_used == self.capacity
         cdef double* G
         cdef double* gsq
+        cdef double* out
+        if evicting:
+            self._judge_ahead()
         if not self.can_prefetch():
             return 0
-        if n > PREFETCH_MAX:
-            n = PREFETCH_MAX
-        if n > self.capacity - self._n_used:
-            n = self.capacity - self._n_used
+        n = min(n, PREFETCH_MAX, self._prefetch_room())
         if n <= 0:
             return 0
+        if evicting and self._block_rows == NULL:
+            self._block_rows = <double*> malloc(PREFETCH_MAX * m * sizeof(double))
+            if self._block_rows == NULL:
+                return 0
         G = <double*> malloc(n * (d + 1) * sizeof(double))   # the rows, then their ‖x‖²
         if G == NULL:
             return 0
         gsq = G + n * d
-        slot0 = self._n_used
         for t in range(n):
             memcpy(G + t * d, &self._X[rows[t], 0], d * sizeof(double))
             gsq[t] = self._sqnorm[rows[t]]
-            self._take_slot(rows[t])      # never-used slots: slot0 + t
+        # Into consecutive never-used slots directly; else into the block buffer, then
+        # copied into the slots the LRU gives up.
+        out = self._block_rows if evicting else self._buffer + self._n_used * m
+        if not evicting:
+            for t in range(n):
+                self._take_slot(rows[t])      # never-used slots: consecutive
         if self.n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._gram_block(G, gsq, n, slot0, 0, b)
+                self._gram_block(G, gsq, n, out, 0, b)
         else:
             for b in range(n_blocks):
-                self._gram_block(G, gsq, n, slot0, 0, b)
+                self._gram_block(G, gsq, n, out, 0, b)
         free(G)
         for t in range(n):
-            self._buffer[(slot0 + t) * m + rows[t]] = self._diag[rows[t]]
+            if evicting:
+                slot = self._take_slot(rows[t])
+                memcpy(self._buffer + slot * m, out + t * m, m * sizeof(double))
+                self._ahead[slot] = 1
+            else:
+                slot = self._slot_of_row[rows[t]]
+            self._buffer[slot * m + rows[t]] = self._diag[rows[t]]
         self.n_prefetched += n
         return n
 
     cdef void _gram_block(self, const double* G, const double* gsq, Py_ssize_t n,
-                          Py_ssize_t slot0, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil:
-        """Columns [j_first + b·block, j_first + (b+1)·block) of the n rows in slots
-        slot0 ... whose points are the rows of G (squared norms gsq): one dgemm (the
-        blocks of :meth:`prefetch` and :meth:`fill`)."""
+                          double* out, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil:
+        """Columns [j_first + b·block, j_first + (b+1)·block) of the n rows whose points
+        are the rows of G (squared norms gsq), into ``out`` (rows m apart): one dgemm
+        (the blocks of :meth:`prefetch` and :meth:`fill`)."""
         cdef Py_ssize_t m = self.n_samples
         cdef Py_ssize_t j0 = j_first + b * self._block, j1 = j_first + (b + 1) * self._block
         cdef Py_ssize_t t, j
         cdef double* row
         if j1 > m:
             j1 = m
-        dense_block(&self._spec, &self._rows, G, gsq, n, self._buffer + slot0 * m, m, j0, j1)
+        dense_block(&self._spec, &self._rows, G, gsq, n, out, m, j0, j1)
         if self.offset != 0.0:
             for t in range(n):
-                row = self._buffer + (slot0 + t) * m
+                row = out + t * m
                 for j in range(j0, j1):
                     row[j] = row[j] + self.offset
 
@@ -525,7 +584,7 @@ cdef class KernelCache:
 
     cdef bint _fillable(self) noexcept nogil:
         return (self.capacity >= self.n_samples and self._n_used == self._filled
-                and self._filled < self.n_samples and self.can_prefetch())
+                and self._filled < self.n_samples and self._blockwise())
 
     def fill(self, double seconds=INFINITY):
         """Compute the whole Gram matrix, using its symmetry: half the kernel values.
@@ -573,10 +632,10 @@ cdef class KernelCache:
         cdef const double* G = self._rows.X + i0 * self.n_features   # the block's points
         if self.n_threads > 1 and n_blocks > 1:
             for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._gram_block(G, self._sqnorm + i0, n, i0, i0, b)
+                self._gram_block(G, self._sqnorm + i0, n, K + i0 * m, i0, b)
         else:
             for b in range(n_blocks):
-                self._gram_block(G, self._sqnorm + i0, n, i0, i0, b)
+                self._gram_block(G, self._sqnorm + i0, n, K + i0 * m, i0, b)
         # The diagonal, and the square block on it made exactly symmetric.
         for t in range(n):
             K[(i0 + t) * m + i0 + t] = self._diag[i0 + t]
@@ -619,6 +678,10 @@ cdef class KernelCache:
             slot = self._lru.tail
             self._slot_of_row[self._row_of_slot[slot]] = -1
             lru_unlink(&self._lru, slot)
+            if self._ahead[slot]:
+                self._ahead[slot] = 0
+                self._ahead_lost += 1
+                self.n_prefetch_unused += 1
         self.n_kernel_evaluations += self.n_samples
         self._row_of_slot[slot] = i
         self._slot_of_row[i] = slot
@@ -845,14 +908,16 @@ cdef class KernelCache:
         Parameters
         ----------
         indices : sequence of int
-            Rows wanted soon; cached and repeated ones are skipped, and at most
-            64 rows and the never-used slots are filled (nothing is evicted).
+            Rows wanted soon; cached and repeated ones are skipped.  At most 64
+            rows are computed, into the never-used slots while there are any,
+            else into the least recently used eighth of the cache at most.
 
         Returns
         -------
         int
             Rows computed: 0 for sparse, precomputed, laplace or float32
-            caches, whose rows are computed one at a time on request.
+            caches, whose rows are computed one at a time on request, and for a
+            full cache of fewer than 16 rows.
         """
         cdef Py_ssize_t k
         wanted = []
@@ -888,6 +953,7 @@ cdef class KernelCache:
         self.n_hits = 0
         self.n_misses = 0
         self.n_prefetched = 0
+        self.n_prefetch_unused = 0
 
     @property
     def hit_rate(self):

@@ -1082,7 +1082,8 @@ cdef class S2DOState:
     cdef void _fetch(self, Py_ssize_t e) noexcept nogil:
         """Before row e is requested: if it is missing, compute it in one block with
         the rows of the most violating examples not cached yet (the likely next
-        working sets), while the cache has never-used slots."""
+        working sets; the cache decides how many, see KernelCache.prefetch).  No row
+        pointer is held here: a full cache evicts for the block."""
         cdef Py_ssize_t t, u, x, n = 1
         cdef double v
         if not self.prefetch or self.kc.cached(e) or not self.kc.can_prefetch():

@@ -302,6 +302,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
             "cache_prefetched": int(cache.n_prefetched),
+            "cache_prefetch_unused": int(cache.n_prefetch_unused),
             "cold_visits": int(state.n_cold),
             "cold_rescans": int(state.n_rescan),
             "cache_rows": int(cache.capacity),
