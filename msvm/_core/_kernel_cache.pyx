@@ -114,7 +114,6 @@ __all__ = ["KernelCache", "SlotRowCache", "KERNEL_NAMES"]
 KERNEL_NAMES = {0: "linear", 1: "poly", 2: "rbf", 3: "laplace", 4: "sigmoid", 5: "precomputed"}
 
 cdef double _BYTES_PER_MB = 1048576.0   # 2**20
-
 cdef long long _LLONG_SAFE = 1LL << 62
 
 #: Entries of a row per block (per BLAS call and thread task): at least ROW_BLOCK_MIN,
