@@ -399,12 +399,29 @@ def test_an_evicting_prefetch_shrinks_when_its_rows_go_unused_and_grows_when_use
     assert sizes == sorted(sizes)
 
 
+@pytest.mark.parametrize("full", [False, True])
+def test_float32_rows_prefetched_are_those_computed_on_request_rounded(full):
+    """A float32 cache computes a block in float64 and rounds each row as it stores it:
+    the same float32 values as a row computed on request (up to one rounding step of
+    the other summation order), into free slots or, once full, the LRU eighth."""
+    X = _dense(m=500, d=6)
+    g, deg, c0 = KERNELS[RBF][2]
+    kc = KernelCache(X, RBF, g, deg, c0, 32 * 500 * 4 / 2**20, float32=True)
+    ref = KernelCache(X, RBF, g, deg, c0, 64.0, float32=True)
+    assert kc.capacity == 32
+    if full:
+        kc.rows(range(200, 232))
+    assert kc.prefetch_rows(range(100, 110)) == (4 if full else 10)
+    got = kc.rows([100, 103])
+    np.testing.assert_allclose(got, ref.rows([100, 103]), rtol=2**-23, atol=2**-24)
+    np.testing.assert_array_equal(got[:, [100, 103]].diagonal(), kc.diagonal()[[100, 103]])
+    assert np.array_equal(got, got.astype(np.float32))
+
+
 def test_prefetch_declined_where_rows_are_computed_one_at_a_time():
     X = _dense()
     assert _make(X, LAPLACE).prefetch_rows([0, 1]) == 0
     assert _make(_csr_with_empty_rows(), RBF).prefetch_rows([0, 1]) == 0
-    g, deg, c0 = KERNELS[RBF][2]
-    assert KernelCache(X, RBF, g, deg, c0, 64.0, float32=True).prefetch_rows([0, 1]) == 0
     with pytest.raises(IndexError):
         _make(X, RBF).prefetch_rows([40])
 

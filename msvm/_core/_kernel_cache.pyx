@@ -52,8 +52,9 @@ A solver that knows which rows it will want soon can ask for them together
 (``prefetch``): the gathered rows are multiplied by X in one ``dgemm`` per
 block, which reads X once for all of them instead of once per row (dgemv is
 bandwidth-bound): into never-used slots while there are any, then into the
-least recently used eighth of the cache at most (through a block buffer of
-PREFETCH_MAX rows, outside the budget, allocated at the first such prefetch).
+least recently used eighth of the cache at most, through a block buffer of
+PREFETCH_MAX rows outside the budget (allocated at the first such prefetch;
+float32 caches always use it, rounding a row as it is copied).
 
 A cache that holds every row can instead compute the whole matrix at once
 (``fill``), by symmetry: half the kernel values, in blocks of 256 rows (one
@@ -467,10 +468,10 @@ cdef class KernelCache:
         return self._prefetch_room() > 1 and self._blockwise()
 
     cdef bint _blockwise(self) noexcept nogil:
-        """Whether rows can be computed as a block by dgemm: dense float64 rows of an
-        inner-product kernel (laplace, sparse, float32 and precomputed caches compute
-        them one at a time or not at all)."""
-        return (not self._sparse and not self._precomputed and not self.float32
+        """Whether rows can be computed as a block by dgemm: dense rows of an
+        inner-product kernel (laplace, sparse and precomputed caches compute them one
+        at a time or not at all)."""
+        return (not self._sparse and not self._precomputed
                 and self.kernel_code != LAPLACE and self.n_features > 0)
 
     cdef Py_ssize_t _prefetch_room(self) noexcept nogil:
@@ -506,9 +507,10 @@ cdef class KernelCache:
         computed (0 unless :meth:`can_prefetch`).  The values equal
         :meth:`row_ptr`'s up to rounding (another summation order).
         """
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, slot
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, j, slot
         cdef Py_ssize_t n_blocks = (m + self._block - 1) // self._block
         cdef bint evicting = self._n_used == self.capacity
+        cdef bint buffered = evicting or self.float32   # not straight into the slots
         cdef double* G
         cdef double* gsq
         cdef double* out
@@ -519,7 +521,7 @@ cdef class KernelCache:
         n = min(n, PREFETCH_MAX, self._prefetch_room())
         if n <= 0:
             return 0
-        if evicting and self._block_rows == NULL:
+        if buffered and self._block_rows == NULL:
             self._block_rows = <double*> malloc(PREFETCH_MAX * m * sizeof(double))
             if self._block_rows == NULL:
                 return 0
@@ -530,10 +532,10 @@ cdef class KernelCache:
         for t in range(n):
             memcpy(G + t * d, &self._X[rows[t], 0], d * sizeof(double))
             gsq[t] = self._sqnorm[rows[t]]
-        # Into consecutive never-used slots directly; else into the block buffer, then
-        # copied into the slots the LRU gives up.
-        out = self._block_rows if evicting else self._buffer + self._n_used * m
-        if not evicting:
+        # Into consecutive never-used float64 slots directly; else into the block buffer,
+        # then copied (rounded to float32) into the slots taken.
+        out = self._block_rows if buffered else self._buffer + self._n_used * m
+        if not buffered:
             for t in range(n):
                 self._take_slot(rows[t])      # never-used slots: consecutive
         if self.n_threads > 1 and n_blocks > 1:
@@ -544,13 +546,15 @@ cdef class KernelCache:
                 self._gram_block(G, gsq, n, out, 0, b)
         free(G)
         for t in range(n):
-            if evicting:
+            out[t * m + rows[t]] = self._diag[rows[t]]
+            if buffered:
                 slot = self._take_slot(rows[t])
-                memcpy(self._buffer + slot * m, out + t * m, m * sizeof(double))
-                self._ahead[slot] = 1
-            else:
-                slot = self._slot_of_row[rows[t]]
-            self._buffer[slot * m + rows[t]] = self._diag[rows[t]]
+                self._ahead[slot] = evicting
+                if self.float32:
+                    for j in range(m):
+                        self._fbuffer[slot * m + j] = <float> out[t * m + j]
+                else:
+                    memcpy(self._buffer + slot * m, out + t * m, m * sizeof(double))
         self.n_prefetched += n
         return n
 
@@ -583,7 +587,7 @@ cdef class KernelCache:
 
     cdef bint _fillable(self) noexcept nogil:
         return (self.capacity >= self.n_samples and self._n_used == self._filled
-                and self._filled < self.n_samples and self._blockwise())
+                and self._filled < self.n_samples and self._blockwise() and not self.float32)
 
     def fill(self, double seconds=INFINITY):
         """Compute the whole Gram matrix, using its symmetry: half the kernel values.
@@ -914,9 +918,9 @@ cdef class KernelCache:
         Returns
         -------
         int
-            Rows computed: 0 for sparse, precomputed, laplace or float32
-            caches, whose rows are computed one at a time on request, and for a
-            full cache of fewer than 16 rows.
+            Rows computed: 0 for sparse, precomputed or laplace caches, whose
+            rows are computed one at a time on request, and for a full cache
+            of fewer than 16 rows.
         """
         cdef Py_ssize_t k
         wanted = []
