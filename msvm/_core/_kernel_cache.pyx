@@ -505,7 +505,8 @@ cdef class KernelCache:
         particular the SCRATCH_ROWS most recently returned, once the
         capacity is at least 16 -- is evicted.  Returns the number of rows
         computed (0 unless :meth:`can_prefetch`).  The values equal
-        :meth:`row_ptr`'s up to rounding (another summation order).
+        :meth:`row_ptr`'s up to rounding (another summation order); a float32
+        cache rounds each row of the float64 block as it stores it.
         """
         cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, j, slot
         cdef Py_ssize_t n_blocks = (m + self._block - 1) // self._block
