@@ -136,6 +136,18 @@ def test_two_threads_give_identical_iterates(model):
     np.testing.assert_array_equal(one.alpha, tuned.alpha)
 
 
+def _assert_same_certified_optimum(problem, first, second):
+    """Both solutions optimal by their certificates, and of the same optimum: each dual
+    is within its duality gap of it (cvxpy takes 30 s on these problems; the row-by-row
+    path is checked against it elsewhere)."""
+    reports = [diagnose(problem, solution) for solution in (first, second)]
+    for solution, report in zip((first, second), reports, strict=True):
+        assert solution.status == "optimal" and report.kkt_violation <= TOL
+        assert report.duality_gap >= 0
+    assert abs(reports[0].dual_objective - reports[1].dual_objective) \
+        <= reports[0].duality_gap + reports[1].duality_gap
+
+
 def test_a_cache_that_holds_every_row_is_filled_first():
     """With room for the whole Gram matrix (m = 700: 3.9 MB), S2DO computes it before the
     loop from its upper block trapezoids (rows in blocks of 256), no request misses, the
@@ -151,15 +163,7 @@ def test_a_cache_that_holds_every_row_is_filled_first():
     by_rows = s2do.solve(problem, tol=TOL, cache_size=8.0, prefetch=False)
     assert by_rows.info["cache_misses"] > 0
     assert by_rows.n_kernel_evaluations == 700 * by_rows.info["cache_misses"]
-    # Both optimal by their certificates, and the same optimum: each dual is within its
-    # duality gap of it (cvxpy takes 30 s here; the row-by-row path is checked against
-    # it elsewhere).
-    reports = [diagnose(problem, solution) for solution in (one, by_rows)]
-    for solution, report in zip((one, by_rows), reports, strict=True):
-        assert solution.status == "optimal" and report.kkt_violation <= TOL
-        assert report.duality_gap >= 0
-    assert abs(reports[0].dual_objective - reports[1].dual_objective) \
-        <= reports[0].duality_gap + reports[1].duality_gap
+    _assert_same_certified_optimum(problem, one, by_rows)
 
 
 def test_a_cache_smaller_than_the_matrix_keeps_prefetching_into_used_slots():
@@ -176,12 +180,7 @@ def test_a_cache_smaller_than_the_matrix_keeps_prefetching_into_used_slots():
     assert blocks.n_kernel_evaluations == 700 * (blocks.info["cache_misses"]
                                                  + blocks.info["cache_prefetched"])
     assert by_rows.info["cache_prefetched"] == 0
-    reports = [diagnose(problem, solution) for solution in (blocks, by_rows)]
-    for solution, report in zip((blocks, by_rows), reports, strict=True):
-        assert solution.status == "optimal" and report.kkt_violation <= TOL
-        assert report.duality_gap >= 0
-    assert abs(reports[0].dual_objective - reports[1].dual_objective) \
-        <= reports[0].duality_gap + reports[1].duality_gap
+    _assert_same_certified_optimum(problem, blocks, by_rows)
 
 
 def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
