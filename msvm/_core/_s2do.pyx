@@ -152,7 +152,7 @@ scattered over rows of m entries that mostly live in main memory: the loops
 prefetch the kernel values, records and score rows of the example AHEAD
 positions on, so that the loads overlap instead of stalling one at a time.
 
-Shrinking: every ``shrink_interval`` iterations examples whose every
+Shrinking: every ``shrink_interval`` iterations (SHRINK_INTERVAL) examples whose every
 variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
 and a margin from the bound switching of the current largest violation, as in
 libsvm, but at least ``shrink_margin``·tol; for a max-loss slack group, the
@@ -257,6 +257,12 @@ cdef double FOCUS_FRACTION = 0.7
 # The first unshrinking, before convergence (see S2DOState.run): examples shrunk
 # too early would otherwise come back only after the working set had converged.
 cdef double UNSHRINK_EARLY = 10.0
+
+# Iterations between shrinking checks.  libsvm checks every 1000 of its 2-variable
+# steps; an iteration here is a pass holding several steps, and where few examples
+# end as support vectors (low-dimensional sets) the passes over examples that could
+# have been shrunk long before were most of the time.  A check costs about a pass.
+cdef long long SHRINK_INTERVAL = 50
 
 # Rows requested from the cache's prefetch at a miss (the missing one and the
 # most violating examples whose rows are not cached yet): n_features / 8, from
@@ -672,7 +678,7 @@ cdef class S2DOState:
                 or self.ccold == NULL or self.crescan == NULL
                 or self.pstart == NULL or self.prow == NULL or self.pw == NULL):
             raise MemoryError()
-        self.shrink_interval = 1000
+        self.shrink_interval = SHRINK_INTERVAL
         self.shrink_margin = 1.0
         self.dbeta = <double*>malloc(BLOCK_MAX * self.Q * sizeof(double))
         self.dcols = <int*>malloc(BLOCK_MAX * self.Q * sizeof(int))
