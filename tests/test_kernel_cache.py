@@ -472,6 +472,30 @@ def test_fill_declined_or_abandoned_where_it_cannot_hold():
                                rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_complete_computes_every_missing_row_once(n_threads):
+    """complete() computes the rows not cached yet (m = 300: blocks of 64), each once,
+    equal to the kernel; a second call computes nothing."""
+    m = 300
+    X = _dense(m=m, d=5)
+    g, deg, c0 = KERNELS[RBF][2]
+    kc = KernelCache(X, RBF, g, deg, c0, 64.0, n_threads=n_threads)
+    for i in (3, 17, 250):
+        kc.row(i)
+    assert kc.complete() == m - 3 and kc.complete() == 0
+    assert kc.n_cached == m and kc.n_kernel_evaluations == m * m
+    np.testing.assert_allclose(kc.rows(range(m)), _reference(X, RBF), rtol=RTOL, atol=ATOL)
+    assert kc.n_misses == 3
+
+
+def test_complete_declined_where_rows_cannot_all_be_held_or_blocked():
+    """No rows from complete(): a cache smaller than the matrix, laplace, sparse."""
+    X = _dense(m=600, d=4)
+    for kc in (_make(X, RBF, _mb_for_rows(600, 599)), _make(X, LAPLACE),
+               _make(_csr_with_empty_rows(), RBF)):
+        assert kc.complete() == 0 and kc.n_cached == 0 and kc.n_kernel_evaluations == 0
+
+
 # ------------------------------------------------- products from the cached rows
 @pytest.mark.parametrize("code", list(KERNELS))
 @pytest.mark.parametrize("kind", ["dense", "csr"])

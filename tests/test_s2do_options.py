@@ -17,6 +17,7 @@ from msvm import MultiClassSVC
 from msvm._core._kernel_cache import KernelCache
 from msvm.diagnostics import diagnose
 from msvm.solvers import get_solver, s2do
+from msvm.solvers import _common
 from msvm.solvers._common import ContentionWatch
 
 from problem_factory import blobs, make_problem
@@ -148,11 +149,13 @@ def _assert_same_certified_optimum(problem, first, second):
         <= reports[0].duality_gap + reports[1].duality_gap
 
 
-def test_a_cache_that_holds_every_row_is_filled_first():
-    """With room for the whole Gram matrix (m = 700: 3.9 MB), S2DO computes it before the
-    loop from its upper block trapezoids (rows in blocks of 256), no request misses, the
-    iterates are the same on 1 and 2 threads; with prefetch off the same problem computes
-    whole rows on request and reaches the same optimum."""
+def test_a_cache_that_holds_every_row_is_filled_first(monkeypatch):
+    """With room for the whole Gram matrix (m = 700: 3.9 MB) and as many features as
+    FILL_FEATURES, S2DO computes it before the loop from its upper block trapezoids (rows
+    in blocks of 256), no request misses, the iterates are the same on 1 and 2 threads;
+    with prefetch off the same problem computes whole rows on request and reaches the
+    same optimum."""
+    monkeypatch.setattr(_common, "FILL_FEATURES", 2)
     X, y = blobs(4, 5, 700, spread=2.0)
     problem = make_problem("cs", X, y, C=2.0)
     one = s2do.solve(problem, tol=TOL, n_jobs=1, cache_size=8.0)
@@ -163,6 +166,27 @@ def test_a_cache_that_holds_every_row_is_filled_first():
     by_rows = s2do.solve(problem, tol=TOL, cache_size=8.0, prefetch=False)
     assert by_rows.info["cache_misses"] > 0
     assert by_rows.n_kernel_evaluations == 700 * by_rows.info["cache_misses"]
+    _assert_same_certified_optimum(problem, one, by_rows)
+
+
+@pytest.mark.parametrize("spread, completed", [(1.0, True), (0.3, False)])
+def test_a_low_dimensional_problem_completes_its_cache_once_half_is_requested(spread,
+                                                                             completed):
+    """With fewer features than FILL_FEATURES nothing is computed before the loop: rows
+    come on request (in blocks), and once half of them are cached every missing row at
+    once.  Overlapping classes (spread 1) ask for half the rows: all 700 are computed,
+    each once; well separated ones (spread 0.3) for fewer than half: only those.  The
+    iterates are the same on 1 and 2 threads, the optimum that of the row-by-row path."""
+    X, y = blobs(4, 5, 700, spread=spread)
+    assert X.shape[1] < _common.FILL_FEATURES
+    problem = make_problem("ww", X, y, C=2.0)
+    one = s2do.solve(problem, tol=TOL, n_jobs=1, cache_size=8.0)
+    two = s2do.solve(problem, tol=TOL, n_jobs=2, cache_size=8.0, tune_threads=False)
+    rows = one.info["cache_misses"] + one.info["cache_prefetched"]
+    assert one.n_kernel_evaluations == 700 * rows
+    assert (rows == 700) if completed else (rows < 350)
+    np.testing.assert_array_equal(one.alpha, two.alpha)
+    by_rows = s2do.solve(problem, tol=TOL, cache_size=8.0, prefetch=False)
     _assert_same_certified_optimum(problem, one, by_rows)
 
 

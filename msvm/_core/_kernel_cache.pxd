@@ -178,6 +178,7 @@ cdef class KernelCache:
     cdef bint cached(self, Py_ssize_t i) noexcept nogil
     cdef bint can_prefetch(self) noexcept nogil
     cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t _complete(self) noexcept nogil
 
     # Internals.
     cdef _free_all(self)

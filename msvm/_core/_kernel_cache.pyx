@@ -627,6 +627,42 @@ cdef class KernelCache:
                     break
         return self._filled == self.n_samples
 
+    def complete(self):
+        """Compute every row not cached yet, when the cache can hold them all.
+
+        The solvers' alternative to :meth:`fill` on data with few features
+        (:func:`msvm.solvers._common.fill_gram`): rows are computed on request
+        until half of them have been asked for, and then the rest at once, in
+        blocks of PREFETCH_MAX rows (one dgemm each, as :meth:`prefetch`), into
+        the never-used slots.  Nothing is evicted.
+
+        Returns
+        -------
+        int
+            Rows computed: 0 if the cache cannot hold every row or computes its
+            rows one at a time (sparse, precomputed, laplace).
+        """
+        cdef Py_ssize_t n
+        with nogil:
+            n = self._complete()
+        return int(n)
+
+    cdef Py_ssize_t _complete(self) noexcept nogil:
+        cdef Py_ssize_t rows[PREFETCH_MAX]
+        cdef Py_ssize_t i = 0, n, done = 0
+        if self.capacity < self.n_samples:
+            return 0
+        while i < self.n_samples:
+            n = 0
+            while i < self.n_samples and n < PREFETCH_MAX:
+                if self._slot_of_row[i] < 0:
+                    rows[n] = i
+                    n += 1
+                i += 1
+            if n > 0:
+                done += self.prefetch(rows, n)
+        return done
+
     cdef void _fill_rows(self, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
         """Rows i0 .. i1 − 1 from column i0 on, their mirror below, then their slots."""
         cdef Py_ssize_t m = self.n_samples, n = i1 - i0, t, u, b

@@ -145,7 +145,9 @@ cache still has never-used slots, it is computed in one block with the rows
 of the most violating examples not cached yet (``_fetch``; one dgemm reads
 X once for the block, a dgemv once per row; the block grows with the number
 of features, from 8 to 64 rows).  A few more rows are computed than would be
-requested, at a fraction of the cost.
+requested, at a fraction of the cost.  When the solver left a cache that holds
+every row unfilled (few features, :func:`msvm.solvers._common.fill_gram`), the
+first miss after ``complete_at`` rows computes all the rows still missing.
 
 Memory.  The passes read the Gram rows at the working set's positions,
 scattered over rows of m entries that mostly live in main memory: the loops
@@ -546,6 +548,7 @@ cdef class S2DOState:
     cdef public bint block_steps
     cdef public int block_size
     cdef public bint prefetch  # compute missing Gram rows in blocks (_fetch)
+    cdef public Py_ssize_t complete_at  # rows cached at which _fetch computes all the rest (0: never)
     cdef public bint slot_partner  # sum-to-zero: offer the first variable's slot too
     cdef Py_ssize_t sel_chunks     # chunks of this step's second-variable search (0: none)
     cdef readonly long long n_unshrink
@@ -699,6 +702,7 @@ cdef class S2DOState:
         self.block_steps = False
         self.block_size = BLOCK_MAX
         self.prefetch = True
+        self.complete_at = 0
         self.slot_partner = False
         self.sel_chunks = 0
         self.defer_shrunk = self.fast and self.kc.capacity >= self.m
@@ -1088,12 +1092,18 @@ cdef class S2DOState:
     cdef void _fetch(self, Py_ssize_t e) noexcept nogil:
         """Before row e is requested: if it is missing, compute it in one block with
         the rows of the most violating examples not cached yet (the likely next
-        working sets; the cache decides how many, see KernelCache.prefetch).  No row
-        pointer is held here: a full cache evicts for the block."""
+        working sets; the cache decides how many, see KernelCache.prefetch), or, once
+        complete_at rows are cached, every row still missing (KernelCache.complete).
+        No row pointer is held here: a full cache evicts for the block."""
         cdef Py_ssize_t t, u, x, n = 1
         cdef double v
         if not self.prefetch or self.kc.cached(e) or not self.kc.can_prefetch():
             return
+        if 0 < self.complete_at <= self.kc._n_used:
+            self.complete_at = 0
+            self.kc._complete()
+            if self.kc.cached(e):
+                return
         self.fetch_rows[0] = e
         self.fetch_viol[0] = INFINITY
         for t in range(self.n_work):   # insertion into the top n_fetch by violation

@@ -456,18 +456,39 @@ class ContentionWatch:
         self._start()
 
 
-def fill_gram(cache, threads: int, watch: bool = True) -> None:
-    """Every Gram row up front when the cache can hold them all and nothing else was
-    computed yet (:meth:`~msvm._core._kernel_cache.KernelCache.fill`: half the kernel
-    values, by symmetry), in time slices so that Ctrl-C lands in between; with
-    ``watch``, on one thread while other processes hold the cores, as the solvers'
-    loops (:class:`ContentionWatch`).  The cache is left on ``threads`` threads."""
+#: Dense data with fewer features get their Gram matrix from the solver's requests
+#: and one completion, not up front (:func:`fill_gram`).
+FILL_FEATURES = 64
+
+
+def fill_gram(cache, threads: int, watch: bool = True) -> int:
+    """Every Gram row up front when the cache can hold them all, nothing else was
+    computed yet and the data have at least FILL_FEATURES features
+    (:meth:`~msvm._core._kernel_cache.KernelCache.fill`: half the kernel values, by
+    symmetry), in time slices so that Ctrl-C lands in between; with ``watch``, on
+    one thread while other processes hold the cores, as the solvers' loops
+    (:class:`ContentionWatch`).  The cache is left on ``threads`` threads.
+
+    With fewer features a row costs about its ``exp`` and its memory however it is
+    computed, and where few examples end as support vectors the solver asks for a
+    minority of the rows: they are then computed on request, and the rest at once
+    when half of them are cached (:meth:`~msvm._core._kernel_cache.KernelCache.complete`).
+
+    Returns
+    -------
+    int
+        The number of cached rows at which the solver should complete the matrix
+        (its ``complete_at``), or 0: filled now, or the cache cannot be filled.
+    """
+    if cache.fillable and cache.n_features < FILL_FEATURES:
+        return cache.n_samples // 2
     if cache.fillable:
         contention = ContentionWatch(threads if watch else 1,
                                      lambda n: setattr(cache, "n_threads", n), TIME_SLICE)
         while not cache.fill(contention.next_slice()) and cache.fillable:
             contention.after_slice()
     cache.n_threads = threads
+    return 0
 
 
 class Clock:

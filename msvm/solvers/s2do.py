@@ -173,7 +173,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     prefetch : bool
         Compute Gram rows ahead of their requests (default): the whole matrix
         before the loop when the cache holds it (half the kernel values, by
-        symmetry; :func:`~msvm.solvers._common.fill_gram`), else a missing row
+        symmetry; :func:`~msvm.solvers._common.fill_gram`; with few features, all
+        rows still missing once half are cached instead), else a missing row
         in one block with those of the most violating examples whose rows are
         not cached yet (one ``dgemm`` instead of several ``dgemv``), while the
         cache has never-used slots.
@@ -223,8 +224,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
     tables = machine_tables(problem.machine, fast=fast)
     with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
-        if prefetch:
-            fill_gram(cache, threads, watch=tune_threads)
+        complete_at = fill_gram(cache, threads, watch=tune_threads) if prefetch else 0
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift, tol=tol,
             centred=tables.centred,
@@ -249,6 +249,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     progress = SolverProgress("s2do", tol, enabled=verbose)
     configure(state, tune_threads=tune_threads, lazy=lazy, block_steps=block_steps,
               block_size=block_size, focus=focus, prefetch=prefetch, slot_partner=slot_partner)
+    state.complete_at = complete_at
     n_start = state.n_iter
 
     watch = ContentionWatch(threads if tune_threads else 1, state.set_threads, slice_)

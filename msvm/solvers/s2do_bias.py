@@ -230,8 +230,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     shared["gamma"] = gamma
     inner_tol = max(inner_fraction * tol, 1e-12)
     with limit_blas_threads(blas_threads):
-        if s2do_options.get("prefetch", True):
-            fill_gram(cache, threads, watch=s2do_options.get("tune_threads", True))
+        complete_at = (fill_gram(cache, threads, watch=s2do_options.get("tune_threads", True))
+                       if s2do_options.get("prefetch", True) else 0)
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
             tol=inner_tol, centred=tables.centred,
@@ -239,6 +239,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             n_threads=threads, **shared,
         )
     configure(state, **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
+    state.complete_at = complete_at
 
     progress = SolverProgress("s2do_bias", tol, enabled=verbose)
     final_tol = max(inner_fraction * tol, TOL_FLOOR)
