@@ -7,6 +7,7 @@ dual objective never decreasing along the trace.
 """
 
 import re
+import time
 import warnings
 
 import numpy as np
@@ -16,8 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from msvm import MultiClassSVC
 from msvm._core._kernel_cache import KernelCache
 from msvm.diagnostics import diagnose
-from msvm.solvers import get_solver, s2do
-from msvm.solvers import _common
+from msvm.solvers import _common, get_solver, s2do
 from msvm.solvers._common import ContentionWatch
 
 from problem_factory import blobs, make_problem
@@ -215,7 +215,7 @@ def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
     problem = make_problem("ww", X, y, C=2.0)
     one = s2do.solve(problem, tol=1e-6, n_jobs=1, cache_size=1.0)
     monkeypatch.setattr(ContentionWatch, "CONTENDED", -1.0)
-    monkeypatch.setattr(ContentionWatch, "IDLE", -1.0)
+    monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
     monkeypatch.setattr(s2do, "TIME_SLICE", 1e-4)
     switched = s2do.solve(problem, tol=1e-6, n_jobs=2, cache_size=1.0)
     assert switched.info["n_serial_switches"] >= 2
@@ -225,26 +225,51 @@ def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
 
 
 def test_contention_watch_follows_the_kernels_counters(monkeypatch):
-    """One thread first, all threads once the other cores were idle, one thread again when
-    the threads waited for a CPU, and so on; full slices after the first."""
-    # Cumulative seconds, in the order the watch reads them (see ContentionWatch).
-    idle = iter([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0])
-    waited = iter([0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
-    monkeypatch.setattr(ContentionWatch, "_idle", staticmethod(lambda: next(idle)))
+    """All threads while a core is free, one thread from the slice in which the threads
+    waited for a CPU, all threads again once a core is free; one thread from the start
+    when no core is free."""
+    # What the watch reads, in its order (see ContentionWatch): free cores at the start
+    # and after a slice on one thread, cumulative run-queue seconds around a slice on all.
+    free = iter([1, 0, 1, 0])
+    waited = iter([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: next(free)))
     monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: next(waited)))
     calls = []
     watch = ContentionWatch(2, calls.append, 0.5)
-    assert watch.enabled and calls == [1] and watch.next_slice() == watch.PROBE
-    watch.after_slice()                 # the other core was idle the whole slice
-    assert calls == [1, 2] and watch.next_slice() == 0.5
-    watch.after_slice()                 # the threads waited 1 s in microseconds: busy
-    assert calls == [1, 2, 1] and watch.n_serial == 1
-    watch.after_slice()                 # the other core stayed busy: one thread still
-    assert calls == [1, 2, 1]
-    watch.after_slice()                 # free again
+    assert watch.enabled and not watch.serial and calls == [] and watch.next_slice() == 0.5
     watch.after_slice()                 # no wait on all threads: they stay
-    assert calls == [1, 2, 1, 2] and watch.n_serial == 1
-    assert not ContentionWatch(1, calls.append, 0.5).enabled and calls == [1, 2, 1, 2]
+    assert calls == []
+    watch.after_slice()                 # the threads waited 1 s in microseconds: busy
+    assert calls == [1] and watch.n_serial == 1
+    watch.after_slice()                 # no core free: one thread still
+    assert calls == [1]
+    watch.after_slice()                 # free again
+    assert calls == [1, 2] and watch.n_serial == 1
+    busy = ContentionWatch(2, calls.append, 0.5)     # no core free at the start
+    assert busy.serial and calls == [1, 2, 1]
+    assert not ContentionWatch(1, calls.append, 0.5).enabled and calls == [1, 2, 1]
+
+
+def test_contention_watch_sees_another_process_holding_a_core():
+    """The real counters: a spinning process takes a free core away, this process's own
+    threads do not."""
+    import os
+    import subprocess
+    import sys
+
+    if ContentionWatch._free_cores() is None or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs /proc and two cores")
+    before = ContentionWatch._free_cores()
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        for _ in range(100):        # until it runs
+            if ContentionWatch._free_cores() < before:
+                break
+            time.sleep(0.01)
+        assert ContentionWatch._free_cores() == before - 1
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def test_kernel_rows_do_not_depend_on_threads():

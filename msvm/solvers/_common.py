@@ -362,20 +362,23 @@ class ContentionWatch:
     the scheduler, and two threads run slower than one.  The loop's own
     timing of one thread against all (S2DO's ``_tune``) cannot see this
     reliably: its two windows fall in different phases of the run.  The
-    kernel can (Linux ``/proc``), and the watch asks it between time slices
-    (:func:`drive`):
+    kernel can (Linux ``/proc``), and the watch asks it at the start and
+    between time slices (:func:`drive`):
 
-    * the loop starts on one thread for a short slice (``PROBE`` seconds);
-    * after a slice on one thread, the loop takes all its threads when the
-      other cores were idle (``/proc/stat``: at least ``IDLE`` of a core per
-      extra thread);
+    * the loop starts on all its threads if enough cores are free, else on
+      one: the machine's cores less this thread's and one per task of
+      another process running now (``/proc/stat``'s ``procs_running`` less
+      this process's running threads);
+    * after a slice on one thread, it takes all threads once enough cores are
+      free;
     * after a slice on all threads, it goes back to one thread when its
       threads waited for a CPU (``/proc/self/task/*/schedstat``: run-queue
       delay) more than ``CONTENDED`` of the slice's wall-clock time.
 
-    A busy machine thus costs one short slice at the start, and the loop
-    goes back to all threads within a slice once the cores are free.  The
-    iterates do not depend on the number of threads, only the speed does.
+    (The cores' idle time in ``/proc/stat``, read over a first short slice,
+    was the earlier test: on virtual machines it can stay unchanged for tens of
+    milliseconds while a core is idle, and the loop then stayed on one thread.)
+    The iterates do not depend on the number of threads, only the speed does.
     Without ``/proc`` (other systems) the watch does nothing.
 
     Parameters
@@ -388,18 +391,15 @@ class ContentionWatch:
         Seconds of a time slice.
     """
 
-    PROBE = 0.05
-    IDLE = 0.8
     CONTENDED = 0.2
 
     def __init__(self, threads: int, set_threads: Callable[[int], None], slice_length: float):
         self.threads = threads
         self.set_threads = set_threads
         self.slice_length = slice_length
-        self.enabled = (threads > 1 and self._waited() is not None
-                        and self._idle() is not None)
-        self.serial = self.enabled
-        self.first = True
+        free = self._free_cores() if threads > 1 else None
+        self.enabled = free is not None and self._waited() is not None
+        self.serial = self.enabled and free < threads - 1
         self.n_serial = 0                         # times the loop went down to one thread
         if self.serial:
             set_threads(1)
@@ -418,41 +418,47 @@ class ContentionWatch:
         return total * 1e-9
 
     @staticmethod
-    def _idle() -> float | None:
-        """Seconds the machine's cores have been idle (None: not available)."""
+    def _free_cores() -> int | None:
+        """Cores that no other process's task is running on now, besides this thread's
+        (None: not available).  This process's other threads do not count: idle
+        OpenMP or BLAS workers may still be spinning after their last task."""
         try:
+            own = 0
+            for task in os.scandir("/proc/self/task"):
+                with open(os.path.join(task.path, "stat")) as f:
+                    own += f.read().rpartition(")")[2].split()[0] == "R"
             with open("/proc/stat") as f:
-                fields = f.readline().split()
-            return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
+                running = next(int(line.split()[1]) for line in f
+                               if line.startswith("procs_running"))
+        except (OSError, ValueError, IndexError, StopIteration):
             return None
+        return (os.cpu_count() or 1) - 1 - max(running - own, 0)
 
     def _start(self) -> None:
         self.t0 = time.perf_counter()
-        if self.enabled:
-            self.mark = self._idle() if self.serial else self._waited()
+        if self.enabled and not self.serial:
+            self.mark = self._waited()
 
     def next_slice(self) -> float:
         """Seconds of the next time slice."""
-        return self.PROBE if self.enabled and self.first else self.slice_length
+        return self.slice_length
 
     def after_slice(self) -> None:
         """Measure the slice that ended and choose the threads of the next one."""
         if not self.enabled:
             return
         wall = time.perf_counter() - self.t0
-        now = self._idle() if self.serial else self._waited()
-        if now is None:
-            self.enabled = False
-            return
-        self.first = False
-        if self.serial and now - self.mark >= self.IDLE * (self.threads - 1) * wall:
-            self.serial = False
-            self.set_threads(self.threads)
-        elif not self.serial and now - self.mark > self.CONTENDED * wall:
-            self.serial = True
-            self.n_serial += 1
-            self.set_threads(1)
+        if self.serial:
+            free = self._free_cores()
+            if free is not None and free >= self.threads - 1:
+                self.serial = False
+                self.set_threads(self.threads)
+        else:
+            waited = self._waited()
+            if waited is not None and waited - self.mark > self.CONTENDED * wall:
+                self.serial = True
+                self.n_serial += 1
+                self.set_threads(1)
         self._start()
 
 
