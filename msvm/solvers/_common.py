@@ -439,10 +439,6 @@ class ContentionWatch:
         if self.enabled and not self.serial:
             self.mark = self._waited()
 
-    def next_slice(self) -> float:
-        """Seconds of the next time slice."""
-        return self.slice_length
-
     def after_slice(self) -> None:
         """Measure the slice that ended and choose the threads of the next one."""
         if not self.enabled:
@@ -491,7 +487,7 @@ def fill_gram(cache, threads: int, watch: bool = True) -> int:
     if cache.fillable:
         contention = ContentionWatch(threads if watch else 1,
                                      lambda n: setattr(cache, "n_threads", n), TIME_SLICE)
-        while not cache.fill(contention.next_slice()) and cache.fillable:
+        while not cache.fill(contention.slice_length) and cache.fillable:
             contention.after_slice()
     cache.n_threads = threads
     return 0

@@ -256,7 +256,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     def run() -> int:
         with limit_blas_threads(blas_threads):
-            return state.run(max(budget - (state.n_iter - n_start), 0), watch.next_slice())
+            return state.run(max(budget - (state.n_iter - n_start), 0), watch.slice_length)
 
     def after(code: int) -> None:
         watch.after_slice()
