@@ -650,7 +650,7 @@ cdef class KernelCache:
     cdef Py_ssize_t _complete(self) noexcept nogil:
         cdef Py_ssize_t rows[PREFETCH_MAX]
         cdef Py_ssize_t i = 0, n, done = 0
-        if self.capacity < self.n_samples:
+        if self.capacity < self.n_samples or not self._blockwise():
             return 0
         while i < self.n_samples:
             n = 0
