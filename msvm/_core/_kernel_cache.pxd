@@ -185,6 +185,7 @@ cdef class KernelCache:
     cdef void _precompute_norms(self) noexcept nogil
     cdef Py_ssize_t _check_index(self, i) except -1
     cdef void _compute_row(self, Py_ssize_t i, double* out) noexcept nogil
+    cdef void _store_row(self, Py_ssize_t slot, double* row) noexcept nogil
     cdef void _compute_block(self, Py_ssize_t i, double* out, Py_ssize_t j0,
                              Py_ssize_t j1) noexcept nogil
     cdef Py_ssize_t _take_slot(self, Py_ssize_t i) noexcept nogil

@@ -455,11 +455,21 @@ cdef class KernelCache:
         out = self._scratch + self._turn * m
         self._turn = (self._turn + 1) % SCRATCH_ROWS
         self._compute_row(i, out)
+        self._store_row(slot, out)
+        return out
+
+    cdef void _store_row(self, Py_ssize_t slot, double* row) noexcept nogil:
+        """Copy a row computed elsewhere into ``slot``; a float32 cache rounds it, and
+        ``row`` with it, so that the caller holds exactly the values stored."""
+        cdef Py_ssize_t j, m = self.n_samples
+        cdef float* stored
+        if not self.float32:
+            memcpy(self._buffer + slot * m, row, m * sizeof(double))
+            return
         stored = self._fbuffer + slot * m
         for j in range(m):
-            stored[j] = <float> out[j]
-            out[j] = stored[j]
-        return out
+            stored[j] = <float> row[j]
+            row[j] = stored[j]
 
     cdef bint cached(self, Py_ssize_t i) noexcept nogil:
         return self._precomputed or self._slot_of_row[i] >= 0
@@ -508,7 +518,7 @@ cdef class KernelCache:
         :meth:`row_ptr`'s up to rounding (another summation order); a float32
         cache rounds each row of the float64 block as it stores it.
         """
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, j, slot
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, slot
         cdef Py_ssize_t n_blocks = (m + self._block - 1) // self._block
         cdef bint evicting = self._n_used == self.capacity
         cdef bint buffered = evicting or self.float32   # not straight into the slots
@@ -551,11 +561,7 @@ cdef class KernelCache:
             if buffered:
                 slot = self._take_slot(rows[t])
                 self._ahead[slot] = evicting
-                if self.float32:
-                    for j in range(m):
-                        self._fbuffer[slot * m + j] = <float> out[t * m + j]
-                else:
-                    memcpy(self._buffer + slot * m, out + t * m, m * sizeof(double))
+                self._store_row(slot, out + t * m)
         self.n_prefetched += n
         return n
 
