@@ -549,12 +549,9 @@ cdef class KernelCache:
         if not buffered:
             for t in range(n):
                 self._take_slot(rows[t])      # never-used slots: consecutive
-        if self.n_threads > 1 and n_blocks > 1:
-            for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._gram_block(G, gsq, n, out, 0, b)
-        else:
-            for b in range(n_blocks):
-                self._gram_block(G, gsq, n, out, 0, b)
+        for b in prange(n_blocks, num_threads=self.n_threads, schedule="static",
+                       use_threads_if=self.n_threads > 1 and n_blocks > 1):
+            self._gram_block(G, gsq, n, out, 0, b)
         free(G)
         for t in range(n):
             out[t * m + rows[t]] = self._diag[rows[t]]
@@ -676,23 +673,17 @@ cdef class KernelCache:
         cdef Py_ssize_t n_tasks = (m - i1 + MIRROR_ROWS - 1) // MIRROR_ROWS
         cdef double* K = self._buffer
         cdef const double* G = self._rows.X + i0 * self.n_features   # the block's points
-        if self.n_threads > 1 and n_blocks > 1:
-            for b in prange(n_blocks, num_threads=self.n_threads, schedule="static"):
-                self._gram_block(G, self._sqnorm + i0, n, K + i0 * m, i0, b)
-        else:
-            for b in range(n_blocks):
-                self._gram_block(G, self._sqnorm + i0, n, K + i0 * m, i0, b)
+        for b in prange(n_blocks, num_threads=self.n_threads, schedule="static",
+                       use_threads_if=self.n_threads > 1 and n_blocks > 1):
+            self._gram_block(G, self._sqnorm + i0, n, K + i0 * m, i0, b)
         # The diagonal, and the square block on it made exactly symmetric.
         for t in range(n):
             K[(i0 + t) * m + i0 + t] = self._diag[i0 + t]
             for u in range(t + 1, n):
                 K[(i0 + u) * m + i0 + t] = K[(i0 + t) * m + i0 + u]
-        if self.n_threads > 1 and n_tasks > 1:
-            for b in prange(n_tasks, num_threads=self.n_threads, schedule="static"):
-                self._mirror(i0, i1, b)
-        else:
-            for b in range(n_tasks):
-                self._mirror(i0, i1, b)
+        for b in prange(n_tasks, num_threads=self.n_threads, schedule="static",
+                       use_threads_if=self.n_threads > 1 and n_tasks > 1):
+            self._mirror(i0, i1, b)
         for t in range(i0, i1):
             self._row_of_slot[t] = t
             self._slot_of_row[t] = t
@@ -749,12 +740,9 @@ cdef class KernelCache:
             stop = self._indptr[i + 1]
             for p in range(start, stop):
                 self._work[self._indices[p]] = self._data[p]
-        if n_threads > 1 and n_blocks > 1:
-            for b in prange(n_blocks, num_threads=n_threads, schedule="static"):
-                self._compute_block(i, out, b * B, m if (b + 1) * B > m else (b + 1) * B)
-        else:
-            for b in range(n_blocks):
-                self._compute_block(i, out, b * B, m if (b + 1) * B > m else (b + 1) * B)
+        for b in prange(n_blocks, num_threads=n_threads, schedule="static",
+                       use_threads_if=n_threads > 1 and n_blocks > 1):
+            self._compute_block(i, out, b * B, m if (b + 1) * B > m else (b + 1) * B)
         if self._sparse:
             for p in range(start, stop):
                 self._work[self._indices[p]] = 0.0

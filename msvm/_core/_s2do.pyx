@@ -238,7 +238,9 @@ __all__ = ["MAX_BLOCK_SIZE", "S2DOState"]
 
 # Examples per task of the parallel loops.  The chunks (and the order in which
 # their results are combined) do not depend on the number of threads, so a
-# run gives the same iterates with any n_threads.
+# run gives the same iterates with any n_threads.  The per-iteration loops run a
+# plain ``range`` on one thread rather than ``prange(use_threads_if=...)``: an OpenMP
+# region sets up its team even when it runs on one thread, twice per iteration.
 cdef Py_ssize_t CHUNK = 256
 
 # Thread tuning (see S2DOState._tune): iterations per timed window, and
