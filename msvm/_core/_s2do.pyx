@@ -174,8 +174,8 @@ cold visits are paused (they do not pay, as on letter) and the working set
 holds at least 4·FOCUS_MIN (128) examples, its most violating quarter (at most
 FOCUS_SIZE, 1024) is solved alone -- the passes visit only them -- until their
 largest violation has fallen to FOCUS_FRACTION (0.7) of its value at the start; then the rest of the working set, *parked*
-meanwhile, gets the focus's β changes (one Gram row per changed example, BLOCK_MAX
-rows at a time, as ``_rebuild_shrunk`` but from the changes only) and is
+meanwhile, gets the focus's β changes (one Gram row per changed example,
+a block of rows at a time (``_add_scores``), as ``_rebuild_shrunk`` but from the changes only) and is
 refreshed, and one iteration runs over the whole working set before the next
 focus.  A pass costs O(focus) instead of O(working set), in the tail too
 (quarters down to 128).  usps, where cold visits pay, does not focus (same
@@ -280,6 +280,12 @@ cdef enum:
     BLOCK_MAX = SCRATCH_ROWS
 MAX_BLOCK_SIZE = BLOCK_MAX
 
+# Gram rows of one block of _add_scores at most.  A float64 cache that holds every
+# row never evicts, so the rows it returns stay valid together beyond BLOCK_MAX;
+# more rows per block mean fewer visits of each target example.
+cdef enum:
+    SCORE_ROWS_MAX = 32
+
 # stale[e]: 0 exact; BOUND: some extreme kept at the value of a slot that moved
 # away (still a one-sided bound, updated incrementally); COLD: the extremes
 # missed whole steps (rescanned before use).
@@ -361,7 +367,7 @@ cdef inline double _scatter(Py_ssize_t e, double* Fe, double* Se, int nb,
     """F_e += Σ_t Δβ_t K(x_t, x_e) over the nb rows t of a block, on the changed
     columns col[j] (the deltas packed by column, see S2DOState._pack_deltas), and
     S_e += Σ_t ΔS_t K(x_t, x_e) unless Se is NULL; returns max_c |ΔF_ec|."""
-    cdef double kt[BLOCK_MAX]
+    cdef double kt[SCORE_ROWS_MAX]
     cdef double d, dmax = 0.0
     cdef int t, j, k
     for t in range(nb):
@@ -496,14 +502,15 @@ cdef class S2DOState:
     # The block (see _solve_block): its examples, their Gram rows, K' among them
     # (BLOCK_MAX × BLOCK_MAX) and per block example its row of β deltas with the
     # list of changed columns and their sum (positions in the block: Example.bslot).
+    # The arrays of rows hold SCORE_ROWS_MAX: _add_scores's blocks may be wider.
     cdef int nblk
-    cdef Py_ssize_t blk[BLOCK_MAX]
-    cdef const double* brow[BLOCK_MAX]
+    cdef Py_ssize_t blk[SCORE_ROWS_MAX]
+    cdef const double* brow[SCORE_ROWS_MAX]
     cdef double bK[BLOCK_MAX * BLOCK_MAX]
-    cdef double* dbeta      # BLOCK_MAX × Q
-    cdef int* dcols         # BLOCK_MAX × Q
-    cdef int ncols[BLOCK_MAX]
-    cdef double dS[BLOCK_MAX]
+    cdef double* dbeta      # SCORE_ROWS_MAX × Q
+    cdef int* dcols         # SCORE_ROWS_MAX × Q
+    cdef int ncols[SCORE_ROWS_MAX]
+    cdef double dS[SCORE_ROWS_MAX]
     # The leaders of the last pass's chunks, most violating first (block candidates).
     cdef Py_ssize_t lead[BLOCK_MAX]
     cdef int n_lead
@@ -535,8 +542,8 @@ cdef class S2DOState:
     # Per changed column u, the block's non-zero β deltas on it: the pairs
     # (prow[k], pw[k]) for k in [pstart[u], pstart[u + 1]).
     cdef int* pstart        # Q + 1
-    cdef int* prow          # BLOCK_MAX × Q
-    cdef double* pw         # BLOCK_MAX × Q
+    cdef int* prow          # SCORE_ROWS_MAX × Q
+    cdef double* pw         # SCORE_ROWS_MAX × Q
     cdef const double* pKi
     cdef bint prescan_all
     # The first variable of the second-variable search (_first_variable).
@@ -677,16 +684,16 @@ cdef class S2DOState:
         self.crescan = <long long*>malloc(n_chunks * sizeof(long long))
         self.pcol = <int*>malloc(self.Q * sizeof(int))
         self.pstart = <int*>malloc((self.Q + 1) * sizeof(int))
-        self.prow = <int*>malloc(BLOCK_MAX * self.Q * sizeof(int))
-        self.pw = <double*>malloc(BLOCK_MAX * self.Q * sizeof(double))
+        self.prow = <int*>malloc(SCORE_ROWS_MAX * self.Q * sizeof(int))
+        self.pw = <double*>malloc(SCORE_ROWS_MAX * self.Q * sizeof(double))
         if (self.cbest == NULL or self.cidx == NULL or self.cslot == NULL or self.pcol == NULL
                 or self.ccold == NULL or self.crescan == NULL
                 or self.pstart == NULL or self.prow == NULL or self.pw == NULL):
             raise MemoryError()
         self.shrink_interval = SHRINK_INTERVAL
         self.shrink_margin = 1.0
-        self.dbeta = <double*>malloc(BLOCK_MAX * self.Q * sizeof(double))
-        self.dcols = <int*>malloc(BLOCK_MAX * self.Q * sizeof(int))
+        self.dbeta = <double*>malloc(SCORE_ROWS_MAX * self.Q * sizeof(double))
+        self.dcols = <int*>malloc(SCORE_ROWS_MAX * self.Q * sizeof(int))
         self.gdown = <double*>malloc(self.R * sizeof(double))
         self.gmin = <double*>malloc(self.R * sizeof(double))
         self.adown = <Py_ssize_t*>malloc(self.R * sizeof(Py_ssize_t))
@@ -698,7 +705,7 @@ cdef class S2DOState:
                 or self.gmin == NULL or self.adown == NULL or self.amin == NULL
                 or self.fetch_rows == NULL or self.fetch_viol == NULL):
             raise MemoryError()
-        memset(self.dbeta, 0, BLOCK_MAX * self.Q * sizeof(double))
+        memset(self.dbeta, 0, SCORE_ROWS_MAX * self.Q * sizeof(double))
         self.nblk = 0
         self.n_lead = 0
         self.block_steps = False
@@ -999,13 +1006,17 @@ cdef class S2DOState:
         (all if to < 0), from the rows i = rows[t] (t < n_rows; rows NULL: i = t) of β,
         or of β − β(base) with base[t·P + q] the earlier α_iq.
 
-        One Gram row per such i with a non-zero row, taken BLOCK_MAX at a time as a
-        block (no block is open here): each target example then gets the block's
-        summed deltas in one visit, as in the pass (one visit per row read the
-        example's F row BLOCK_MAX times as often: 28% of letter-ww's time).
+        One Gram row per such i with a non-zero row, taken BLOCK_MAX (SCORE_ROWS_MAX
+        from a float64 cache that holds every row) at a time as a block (no block is
+        open here): each target example then gets the block's summed deltas in one
+        visit, as in the pass (one visit per row read the example's F row BLOCK_MAX
+        times as often: 28% of letter-ww's time).
         """
         cdef Py_ssize_t i, e, q, y, t, n_tgt = 0
+        cdef int width = BLOCK_MAX
         cdef double a
+        if self.kc.capacity >= self.m and not self.kc.float32:
+            width = SCORE_ROWS_MAX
         for e in range(self.m):
             if self._receives(e, to):
                 self.targets[n_tgt] = e
@@ -1015,7 +1026,7 @@ cdef class S2DOState:
         for t in range(n_rows):
             i = rows[t] if rows != NULL else t
             # A block's row pointers stay valid through cache hits only.
-            if self.nblk == BLOCK_MAX or (self.nblk > 0 and not self.kc.cached(i)):
+            if self.nblk == width or (self.nblk > 0 and not self.kc.cached(i)):
                 self._add_block_scores(to, n_tgt)
             y = self.y[i]
             for q in range(self.P):
