@@ -604,7 +604,9 @@ cdef class KernelCache:
         the life of the cache.  Where nearly every row is requested anyway -- an
         all-in-one machine starting from α = 0, where every example violates
         its margins, with a cache that holds them all -- this halves the kernel
-        work and makes every row a hit.
+        work and makes every row a hit.  With ``n_threads > 1`` each thread calls
+        dgemm: limit BLAS to one thread meanwhile (``threadpoolctl``, as the
+        solvers do), or its own threads compete with them for the cores.
 
         Parameters
         ----------
@@ -945,6 +947,8 @@ cdef class KernelCache:
             Rows wanted soon; cached and repeated ones are skipped.  At most 64
             rows are computed, into the never-used slots while there are any,
             else into the least recently used eighth of the cache at most.
+            With ``n_threads > 1``, limit BLAS to one thread meanwhile (see
+            :meth:`fill`).
 
         Returns
         -------
