@@ -32,7 +32,8 @@
 # hits -- with ``float32=True`` up to SCRATCH_ROWS of them: rows are then stored
 # in single precision (twice as many fit the budget) and handed out as doubles
 # through SCRATCH_ROWS scratch rows used in turn (so the two-pointer guarantee
-# holds as well).
+# holds as well).  ``keeps_rows()``: every pointer stays valid for the life of
+# the cache -- float64 rows with room for all of them, so nothing is ever evicted.
 #
 # ``prefetch`` computes rows ahead of their requests: into never-used slots while
 # there are any, then into the least recently used eighth of the slots at most, so
@@ -176,6 +177,7 @@ cdef class KernelCache:
     cdef const double* row_ptr(self, Py_ssize_t i) noexcept nogil
     cdef double diag(self, Py_ssize_t i) noexcept nogil
     cdef bint cached(self, Py_ssize_t i) noexcept nogil
+    cdef bint keeps_rows(self) noexcept nogil
     cdef bint can_prefetch(self) noexcept nogil
     cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _complete(self) noexcept nogil

@@ -474,6 +474,11 @@ cdef class KernelCache:
     cdef bint cached(self, Py_ssize_t i) noexcept nogil:
         return self._precomputed or self._slot_of_row[i] >= 0
 
+    cdef bint keeps_rows(self) noexcept nogil:
+        """Whether every row pointer handed out stays valid for the life of the cache:
+        float64 rows (not scratch copies) and room for every row (no eviction)."""
+        return not self.float32 and self.capacity >= self.n_samples
+
     cdef bint can_prefetch(self) noexcept nogil:
         return self._prefetch_room() > 1 and self._blockwise()
 

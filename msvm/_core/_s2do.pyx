@@ -280,9 +280,9 @@ cdef enum:
     BLOCK_MAX = SCRATCH_ROWS
 MAX_BLOCK_SIZE = BLOCK_MAX
 
-# Gram rows of one block of _add_scores at most.  A float64 cache that holds every
-# row never evicts, so the rows it returns stay valid together beyond BLOCK_MAX;
-# more rows per block mean fewer visits of each target example.
+# Gram rows of one block of _add_scores at most, from a cache whose rows stay valid
+# together beyond BLOCK_MAX (KernelCache.keeps_rows); more rows per block mean fewer
+# visits of each target example.
 cdef enum:
     SCORE_ROWS_MAX = 32
 
@@ -1007,16 +1007,13 @@ cdef class S2DOState:
         or of β − β(base) with base[t·P + q] the earlier α_iq.
 
         One Gram row per such i with a non-zero row, taken BLOCK_MAX (SCORE_ROWS_MAX
-        from a float64 cache that holds every row) at a time as a block (no block is
-        open here): each target example then gets the block's summed deltas in one
+        from a cache that keeps its rows) at a time as a block (no block is open here): each target example then gets the block's summed deltas in one
         visit, as in the pass (one visit per row read the example's F row BLOCK_MAX
         times as often: 28% of letter-ww's time).
         """
         cdef Py_ssize_t i, e, q, y, t, n_tgt = 0
-        cdef int width = BLOCK_MAX
+        cdef int width = SCORE_ROWS_MAX if self.kc.keeps_rows() else BLOCK_MAX
         cdef double a
-        if self.kc.capacity >= self.m and not self.kc.float32:
-            width = SCORE_ROWS_MAX
         for e in range(self.m):
             if self._receives(e, to):
                 self.targets[n_tgt] = e

@@ -73,10 +73,12 @@ def check_block_size(block_size) -> None:
                          f"got {block_size!r}.")
 
 
-def configure(state, *, tune_threads: bool = True, lazy: bool = True, block_steps: bool = True,
-              block_size: int = 8, focus: bool = True, prefetch: bool = True,
-              slot_partner: bool = True) -> None:
-    """Set the loop switches of :func:`solve` (documented there) on a compiled ``S2DOState``."""
+def configure(state, *, complete_at: int = 0, tune_threads: bool = True, lazy: bool = True,
+              block_steps: bool = True, block_size: int = 8, focus: bool = True,
+              prefetch: bool = True, slot_partner: bool = True) -> None:
+    """Set the loop switches of :func:`solve` (documented there) on a compiled ``S2DOState``,
+    and the ``complete_at`` that :func:`~msvm.solvers._common.fill_gram` returned."""
+    state.complete_at = int(complete_at)
     state.tune_threads = bool(tune_threads)
     state.lazy_enabled = bool(lazy)
     state.block_steps = bool(block_steps)
@@ -247,9 +249,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     progress = SolverProgress("s2do", tol, enabled=verbose)
-    configure(state, tune_threads=tune_threads, lazy=lazy, block_steps=block_steps,
-              block_size=block_size, focus=focus, prefetch=prefetch, slot_partner=slot_partner)
-    state.complete_at = complete_at
+    configure(state, complete_at=complete_at, tune_threads=tune_threads, lazy=lazy,
+              block_steps=block_steps, block_size=block_size, focus=focus, prefetch=prefetch,
+              slot_partner=slot_partner)
     n_start = state.n_iter
 
     watch = ContentionWatch(threads if tune_threads else 1, state.set_threads, slice_)

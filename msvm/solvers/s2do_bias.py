@@ -238,8 +238,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
             n_threads=threads, **shared,
         )
-    configure(state, **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
-    state.complete_at = complete_at
+    configure(state, complete_at=complete_at,
+              **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
 
     progress = SolverProgress("s2do_bias", tol, enabled=verbose)
     final_tol = max(inner_fraction * tol, TOL_FLOOR)
