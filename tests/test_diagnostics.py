@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+import msvm.diagnostics
 from msvm.diagnostics import (
+    _project,
     _project_capped_simplex,
     _squared_slacks,
     bias_from_kkt,
     diagnose,
+    kkt_violation,
     primal_objective,
 )
 from msvm.solvers import get_solver
@@ -47,6 +50,40 @@ def test_random_feasible_points_never_beat_the_primal():
             assert problem.check_feasible(alpha)
             d = diagnose(problem, alpha)
             assert d.duality_gap >= -1e-10
+
+
+@pytest.mark.parametrize("model", ["ww", "llw", "ats", "ova", "mmr"])
+def test_own_slack_shortcuts_equal_the_per_group_computation(model, monkeypatch):
+    # Machines whose constraints each have their own slack take elementwise shortcuts
+    # (projection, KKT violation, ξ); they must give the per-group results bit for bit,
+    # also at infeasible points (negative, over capacity) and with per-example capacities.
+    X, y = blobs(3, 4, 40, spread=2.5)
+    problem = make_problem(model, X, y, C=1.5)
+    problem = type(problem)(problem.machine, problem.y, problem.kernel, 1.5, False,
+                            sample_weight=np.random.default_rng(0).uniform(0.5, 2.0, len(y)))
+    rng = np.random.default_rng(4)
+    cases = []
+    for _ in range(5):
+        alpha = rng.uniform(-0.5, 1.5, problem.active.shape) * problem.capacity[:, None]
+        alpha *= (rng.uniform(size=alpha.shape) < 0.6) * problem.active
+        full = rng.uniform(size=alpha.shape) < 0.2
+        alpha = np.where(full, problem.capacity[:, None], alpha)   # some at capacity
+        cases.append((alpha * problem.active, rng.normal(size=alpha.shape)))
+
+    def numbers():
+        out = []
+        for alpha, G in cases:
+            primal, xi = primal_objective(problem, np.abs(alpha), np.zeros(problem.n_classes))
+            out.append((_project(problem, alpha), kkt_violation(problem, alpha, G, True),
+                        primal, xi))
+        return out
+
+    assert msvm.diagnostics._own_slacks(problem)
+    shortcut = numbers()
+    monkeypatch.setattr(msvm.diagnostics, "_own_slacks", lambda problem: False)
+    for got, want in zip(shortcut, numbers(), strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_capped_simplex_projection_matches_a_generic_solver():

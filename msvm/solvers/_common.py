@@ -23,6 +23,7 @@ implementation here, so that every solver does it the same way:
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import warnings
@@ -297,14 +298,27 @@ def n_threads(n_jobs) -> int:
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
     threads = max(1, int(effective_n_jobs(n_jobs)))
     if threads > 1:
-        from threadpoolctl import ThreadpoolController
-
-        import msvm._core._s2do  # noqa: F401  (loads the OpenMP runtime the solvers use)
-
         limits = [lib["num_threads"] for lib in
-                  ThreadpoolController().select(user_api="openmp").info()]
+                  thread_pools().select(user_api="openmp").info()]
         threads = min([threads, *limits])
     return max(threads, 1)
+
+
+@functools.cache
+def thread_pools():
+    """The process's ``threadpoolctl.ThreadpoolController``, made once.
+
+    Making one scans every loaded library (milliseconds, several times per fit
+    otherwise).  It is made after msvm's compiled modules are loaded, so it
+    holds the OpenMP runtime and the BLAS libraries the solvers call (scipy's
+    for the Gram rows, numpy's for the Python-level products); its limits and
+    thread counts are read and set live.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    import msvm._core._s2do  # noqa: F401  (loads the OpenMP runtime and scipy's BLAS)
+
+    return ThreadpoolController()
 
 
 def float32(cache_dtype) -> bool:
@@ -328,9 +342,7 @@ def limit_blas_threads(n: int | None):
     if n is None:
         yield
         return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=int(n), user_api="blas"):
+    with thread_pools().limit(limits=int(n), user_api="blas"):
         yield
 
 
