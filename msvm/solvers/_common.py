@@ -475,13 +475,14 @@ class ContentionWatch:
 FILL_FEATURES = 64
 
 
-def fill_gram(cache, threads: int, watch: bool = True) -> int:
+def fill_gram(cache, threads: int, prefetch: bool = True, watch: bool = True) -> int:
     """Every Gram row up front when the cache can hold them all, nothing else was
     computed yet and the data have at least FILL_FEATURES features
     (:meth:`~msvm._core._kernel_cache.KernelCache.fill`: half the kernel values, by
     symmetry), in time slices so that Ctrl-C lands in between; with ``watch``, on
     one thread while other processes hold the cores, as the solvers' loops
     (:class:`ContentionWatch`).  The cache is left on ``threads`` threads.
+    Nothing without ``prefetch`` (the S2DO solvers' switch of that name).
 
     With fewer features a row costs about its ``exp`` and its memory however it is
     computed, and where few examples end as support vectors the solver asks for a
@@ -494,6 +495,8 @@ def fill_gram(cache, threads: int, watch: bool = True) -> int:
         The number of cached rows at which the solver should complete the matrix
         (its ``complete_at``), or 0: filled now, or the cache cannot be filled.
     """
+    if not prefetch:
+        return 0
     if cache.fillable and cache.n_features < FILL_FEATURES:
         return cache.n_samples // 2
     if cache.fillable:

@@ -226,7 +226,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
     tables = machine_tables(problem.machine, fast=fast)
     with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
-        complete_at = fill_gram(cache, threads, watch=tune_threads) if prefetch else 0
+        complete_at = fill_gram(cache, threads, prefetch, watch=tune_threads)
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift, tol=tol,
             centred=tables.centred,

@@ -230,8 +230,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     shared["gamma"] = gamma
     inner_tol = max(inner_fraction * tol, 1e-12)
     with limit_blas_threads(blas_threads):
-        complete_at = (fill_gram(cache, threads, watch=s2do_options.get("tune_threads", True))
-                       if s2do_options.get("prefetch", True) else 0)
+        complete_at = fill_gram(cache, threads, s2do_options.get("prefetch", True),
+                                watch=s2do_options.get("tune_threads", True))
         state = S2DOState(
             cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
             tol=inner_tol, centred=tables.centred,
