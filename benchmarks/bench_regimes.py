@@ -94,9 +94,10 @@ NO_FIT = ("failed", "timeout", "unavailable")
 LABELS = {"msvm": "msvm", "sklearn": "SVC (libsvm)", "sklearnex": "SVC (oneDAL)"}
 CSV_FIELDS = ["config", "solver", "msvm_solver", "contention", "n_jobs", "threads", "round",
               "m", "n_features", "n_classes", "C", "gamma", "tol", "cache_size", "bias",
-              "fit_time", "test_error", "n_sv", "n_iter", "passes", "steps",
-              "kernel_evaluations", "cache_hit_rate", "relative_gap", "kkt_violation",
-              "peak_rss_mb", "load_before", "accelerated", "peer_version", "status"]
+              "fit_time", "test_error", "n_sv", "n_iter", "passes", "steps", "parallel_iter",
+              "serial_switches", "kernel_evaluations", "cache_hit_rate", "relative_gap",
+              "kkt_violation", "peak_rss_mb", "load_before", "accelerated", "peer_version",
+              "status"]
 
 
 # ------------------------------------------------------------------ one run
@@ -181,6 +182,9 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
         passes=int(solution.n_iter) if s2do else None,
         steps=int(info["n_steps"]) if s2do else int(solution.n_iter),
         n_splits=info.get("n_splits"),
+        # S2DO's threads: iterations whose passes ran on all threads, and the contention
+        # watch's switches down to one thread (it may also start on one).
+        parallel_iter=info.get("n_parallel_iter"), serial_switches=info.get("n_serial_switches"),
         kernel_evaluations=int(solution.n_kernel_evaluations),
         cache_hit_rate=hits / max(hits + misses, 1),
         relative_gap=est.solution_["relative_gap"],

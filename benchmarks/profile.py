@@ -20,6 +20,7 @@ message.
 Usage::
 
     python -m benchmarks.profile pendigits-llw letter-cs usps-ww-bias --tag profile-before
+    python -m benchmarks.profile mnist-cs --m 15000 --cache-size 125 --tag profile-mnist
 """
 
 from __future__ import annotations
@@ -66,8 +67,14 @@ def sampled(control: str, ack: str):
 
 
 def fit(spec: dict) -> dict:
-    """The worker: fit one configuration with msvm, sampled alone; the row of bench_regimes."""
+    """The worker: fit one configuration with msvm, sampled alone; the row of bench_regimes.
+
+    ``spec["m"]`` (the first m training examples) and ``spec["cache_size"]`` (MB),
+    when given, replace the configuration's.
+    """
     config = CONFIGS[spec["config"]]
+    config = config._replace(n_train=spec.get("m") or config.n_train,
+                             cache_size=spec.get("cache_size") or config.cache_size)
     X, y, Xt, yt = load(config.dataset, config.n_train)
     window = functools.partial(sampled, *spec.pop("fifos"))
     return dict(spec, **fit_msvm(config, X, y, Xt, yt, spec["n_jobs"], window=window))
@@ -97,9 +104,11 @@ def functions(report: str, min_percent: float) -> list[dict]:
     return rows
 
 
-def profile(config: str, n_jobs: int, min_percent: float) -> dict:
-    """Fit ``config`` under ``perf record``; its row with the profile."""
-    spec = {"config": config, "n_jobs": n_jobs}
+def profile(config: str, n_jobs: int, min_percent: float, m: int | None = None,
+            cache_size: float | None = None) -> dict:
+    """Fit ``config`` under ``perf record`` (``m``, ``cache_size``: see :func:`fit`); its row
+    with the profile."""
+    spec = {"config": config, "n_jobs": n_jobs, "m": m, "cache_size": cache_size}
     with tempfile.TemporaryDirectory() as tmp:
         data = str(Path(tmp) / "perf.data")
         fifos = [str(Path(tmp) / name) for name in ("control", "ack")]
@@ -125,7 +134,8 @@ def table(row: dict) -> list[str]:
     """One configuration's profile as text."""
     if "profile" not in row:
         return [f"{row['config']}: {row.get('status')} {row.get('error', '')}"]
-    lines = [f"{row['config']} (n_jobs={row['n_jobs']}, solver {row['msvm_solver']}): "
+    changed = "".join(f", {key}={row[key]}" for key in ("m", "cache_size") if row.get(key))
+    lines = [f"{row['config']} (n_jobs={row['n_jobs']}{changed}, solver {row['msvm_solver']}): "
              f"{row['fit_time']:.2f} s, {row['n_iter']} iterations, {row['steps']} steps, "
              f"{row['kernel_evaluations']:.3g} kernel evaluations, test error "
              f"{100 * row['test_error']:.2f}%, status {row['status']}"]
@@ -140,6 +150,10 @@ def main(argv=None) -> int:
     parser.add_argument("--n-jobs", type=int, default=2, help="msvm's threads (default 2)")
     parser.add_argument("--min-percent", type=float, default=1.0,
                         help="functions with at least this share of the samples (default 1)")
+    parser.add_argument("--m", type=int, default=None,
+                        help="the first m training examples (default: the configuration's)")
+    parser.add_argument("--cache-size", type=float, default=None,
+                        help="Gram-row cache in MB (default: the configuration's)")
     parser.add_argument("--tag", default=None, help="results file stem (default: a timestamp)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -154,7 +168,7 @@ def main(argv=None) -> int:
     tag = args.tag or time.strftime("profile-%Y%m%d-%H%M%S")
     rows = []
     for config in args.configs:
-        rows.append(profile(config, args.n_jobs, args.min_percent))
+        rows.append(profile(config, args.n_jobs, args.min_percent, args.m, args.cache_size))
         print("\n".join(table(rows[-1])), flush=True)
     lines = [header("profile", tag, f"perf record -F {FREQUENCY}, self time per function")]
     for row in rows:
