@@ -180,7 +180,8 @@ cdef class KernelCache:
     cdef bint keeps_rows(self) noexcept nogil
     cdef bint can_prefetch(self) noexcept nogil
     cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil
-    cdef Py_ssize_t _complete(self) noexcept nogil
+    cdef Py_ssize_t rows_used(self) noexcept nogil
+    cdef Py_ssize_t complete_all(self) noexcept nogil
 
     # Internals.
     cdef _free_all(self)

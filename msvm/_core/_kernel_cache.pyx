@@ -654,10 +654,15 @@ cdef class KernelCache:
         """
         cdef Py_ssize_t n
         with nogil:
-            n = self._complete()
+            n = self.complete_all()
         return int(n)
 
-    cdef Py_ssize_t _complete(self) noexcept nogil:
+    cdef Py_ssize_t rows_used(self) noexcept nogil:
+        """Slots in use: the rows stored so far, at most the capacity (then it evicts)."""
+        return self._n_used
+
+    cdef Py_ssize_t complete_all(self) noexcept nogil:
+        """The C side of :meth:`complete`."""
         cdef Py_ssize_t rows[PREFETCH_MAX]
         cdef Py_ssize_t i = 0, n, done = 0
         if self.capacity < self.n_samples or not self._blockwise():

@@ -1109,9 +1109,9 @@ cdef class S2DOState:
         cdef double v
         if not self.prefetch or self.kc.cached(e) or not self.kc.can_prefetch():
             return
-        if 0 < self.complete_at <= self.kc._n_used:
+        if 0 < self.complete_at <= self.kc.rows_used():
             self.complete_at = 0
-            self.kc._complete()
+            self.kc.complete_all()
             if self.kc.cached(e):
                 return
         self.fetch_rows[0] = e
