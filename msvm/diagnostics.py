@@ -95,17 +95,6 @@ def _group_masks(problem: DualProblem):
     return [problem.slack == r for r in range(problem.machine.n_slacks)]
 
 
-def _own_slacks(problem: DualProblem) -> bool:
-    """Whether every constraint has a slack of its own (hinge loss: WW, LLW, ...).
-
-    Then each slack group is one variable, and the per-group computations
-    below reduce to elementwise ones over the (m, P) arrays.
-    """
-    machine = problem.machine
-    return machine.loss == "hinge" and all(
-        len(np.unique(row[row >= 0])) == np.count_nonzero(row >= 0) for row in machine.slack)
-
-
 def _residual_scale(problem: DualProblem, alpha: np.ndarray) -> float:
     if problem.machine.loss == "hinge":
         return problem.scale
@@ -145,7 +134,7 @@ def _project(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     """Projection onto the feasible set without the equality constraints."""
     if problem.machine.loss == "squared":
         return np.where(problem.active, np.maximum(v, 0.0), 0.0)
-    if _own_slacks(problem):
+    if problem.machine.own_slacks:   # every group one variable: a box
         return np.where(problem.active, np.clip(v, 0.0, problem.capacity[:, None]), 0.0)
     out = np.zeros_like(v)
     for member in _group_masks(problem):
@@ -249,7 +238,7 @@ def primal_objective(problem: DualProblem, alpha, b, F=None):
     if problem.machine.loss == "squared":
         xi = _squared_slacks(r)
         loss = _squared_loss(xi, w)
-    elif _own_slacks(problem):
+    elif problem.machine.own_slacks:
         xi = np.zeros((problem.n_samples, problem.machine.n_slacks))
         ii, pp = problem.flat_index()
         xi[ii, problem.slack[ii, pp]] = np.maximum(r[ii, pp], 0.0)
@@ -354,7 +343,7 @@ def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
         down = np.where(positive, G, -inf).max(axis=1, initial=0.0)
         up = np.where(problem.active, -G, -inf).max(axis=1, initial=0.0)
         worst = np.maximum(np.maximum(down, up), 0.0)
-    elif _own_slacks(problem):
+    elif problem.machine.own_slacks:
         # A group of one variable: down if positive, up if below its capacity.
         full = alpha >= (problem.capacity - tol)[:, None]
         down = np.where(positive, G, -inf)

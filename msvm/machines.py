@@ -154,6 +154,13 @@ class Machine:
         """Whether several constraints of an example share one slack."""
         return self.loss == "hinge" and self.n_slacks < int(self.active.sum(axis=1).max())
 
+    @property
+    def own_slacks(self) -> bool:
+        """Whether every active constraint has a slack of its own (hinge loss: WW, LLW,
+        ATS, OvA, MMR), so that every slack group is a single variable."""
+        return self.loss == "hinge" and all(
+            len(np.unique(row[row >= 0])) == np.count_nonzero(row >= 0) for row in self.slack)
+
     def kernel_shift(self, C: float) -> float:
         """Diagonal added to the kernel in the dual: 1/(2C) for the M-SVM², else 0.
 

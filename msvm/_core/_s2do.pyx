@@ -173,10 +173,10 @@ Focus (a two-level working set, fast path with every Gram row cached): while
 cold visits are paused (they do not pay, as on letter) and the working set
 holds at least 4·FOCUS_MIN (128) examples, its most violating quarter (at most
 FOCUS_SIZE, 1024) is solved alone -- the passes visit only them -- until their
-largest violation has fallen to FOCUS_FRACTION (0.7) of its value at the start; then the rest of the working set, *parked*
-meanwhile, gets the focus's β changes (one Gram row per changed example,
-a block of rows at a time (``_add_scores``), as ``_rebuild_shrunk`` but from the changes only) and is
-refreshed, and one iteration runs over the whole working set before the next
+largest violation has fallen to FOCUS_FRACTION (0.7) of its value at the start;
+then the rest of the working set, *parked* meanwhile, gets the focus's β changes
+(one Gram row per changed example, a block of rows at a time (``_add_scores``), as
+``_rebuild_shrunk`` but from the changes only) and is refreshed, and one iteration runs over the whole working set before the next
 focus.  A pass costs O(focus) instead of O(working set), in the tail too
 (quarters down to 128).  usps, where cold visits pay, does not focus (same
 iterates); mnist10k-cs does.
@@ -1007,9 +1007,10 @@ cdef class S2DOState:
         or of β − β(base) with base[t·P + q] the earlier α_iq.
 
         One Gram row per such i with a non-zero row, taken BLOCK_MAX (SCORE_ROWS_MAX
-        from a cache that keeps its rows) at a time as a block (no block is open here): each target example then gets the block's summed deltas in one
-        visit, as in the pass (one visit per row read the example's F row BLOCK_MAX
-        times as often: 28% of letter-ww's time).
+        from a cache that keeps its rows) at a time as a block (no block is open
+        here): each target example then gets the block's summed deltas in one visit,
+        as in the pass (one visit per row read the example's F row BLOCK_MAX times as
+        often: 28% of letter-ww's time).
         """
         cdef Py_ssize_t i, e, q, y, t, n_tgt = 0
         cdef int width = SCORE_ROWS_MAX if self.kc.keeps_rows() else BLOCK_MAX
