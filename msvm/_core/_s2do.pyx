@@ -1023,10 +1023,17 @@ cdef class S2DOState:
             return
         for t in range(n_rows):
             i = rows[t] if rows != NULL else t
-            # A block's row pointers stay valid through cache hits only.
-            if self.nblk == width or (self.nblk > 0 and not self.kc.cached(i)):
-                self._add_block_scores(to, n_tgt)
             y = self.y[i]
+            for q in range(self.P):
+                if self.active[y, q] and self.alpha[i, q] != (
+                        base[t * self.P + q] if base != NULL else 0.0):
+                    break
+            else:
+                continue   # no delta: its row is not needed
+            # A block's row pointers stay valid through cache hits only.
+            if self.nblk == width or (self.nblk > 0 and not self.kc.keeps_rows()
+                                      and not self.kc.cached(i)):
+                self._add_block_scores(to, n_tgt)
             for q in range(self.P):
                 a = self.alpha[i, q]
                 if base != NULL:
