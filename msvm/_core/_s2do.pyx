@@ -1023,17 +1023,14 @@ cdef class S2DOState:
             return
         for t in range(n_rows):
             i = rows[t] if rows != NULL else t
-            y = self.y[i]
-            for q in range(self.P):
-                if self.active[y, q] and self.alpha[i, q] != (
-                        base[t * self.P + q] if base != NULL else 0.0):
-                    break
-            else:
-                continue   # no delta: its row is not needed
-            # A block's row pointers stay valid through cache hits only.
+            if not self._changed(i, base + t * self.P if base != NULL else NULL):
+                continue   # its Gram row is not needed
+            # A block's row pointers stay valid through cache hits only (through
+            # anything in a cache that keeps every row).
             if self.nblk == width or (self.nblk > 0 and not self.kc.keeps_rows()
                                       and not self.kc.cached(i)):
                 self._add_block_scores(to, n_tgt)
+            y = self.y[i]
             for q in range(self.P):
                 a = self.alpha[i, q]
                 if base != NULL:
@@ -1045,6 +1042,14 @@ cdef class S2DOState:
                 self.brow[self.nblk] = self.kc.row_ptr(i)
                 self.nblk += 1
         self._add_block_scores(to, n_tgt)
+
+    cdef inline bint _changed(self, Py_ssize_t i, const double* old) noexcept nogil:
+        """Whether an active α_iq differs from old[q] (from 0 when old is NULL)."""
+        cdef Py_ssize_t q, y = self.y[i]
+        for q in range(self.P):
+            if self.active[y, q] and self.alpha[i, q] != (old[q] if old != NULL else 0.0):
+                return True
+        return False
 
     cdef inline bint _receives(self, Py_ssize_t e, int to) noexcept nogil:
         """Whether example e is a target of _add_scores(to, ...)."""
