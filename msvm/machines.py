@@ -155,11 +155,20 @@ class Machine:
         return self.loss == "hinge" and self.n_slacks < int(self.active.sum(axis=1).max())
 
     @property
+    def slack_group_sizes(self) -> np.ndarray:
+        """(Q, max(R, 1)) int32: how many active constraints of class y share slack r
+        (zeros for the quadratic loss, which has no slack groups)."""
+        sizes = np.zeros((self.n_classes, max(self.n_slacks, 1)), dtype=np.int32)
+        if self.loss == "hinge":
+            y, p = np.nonzero(self.active & (self.slack >= 0))
+            np.add.at(sizes, (y, self.slack[y, p]), 1)
+        return sizes
+
+    @property
     def own_slacks(self) -> bool:
         """Whether every active constraint has a slack of its own (hinge loss: WW, LLW,
         ATS, OvA, MMR), so that every slack group is a single variable."""
-        return self.loss == "hinge" and all(
-            len(np.unique(row[row >= 0])) == np.count_nonzero(row >= 0) for row in self.slack)
+        return self.loss == "hinge" and int(self.slack_group_sizes.max()) <= 1
 
     def kernel_shift(self, C: float) -> float:
         """Diagonal added to the kernel in the dual: 1/(2C) for the M-SVM², else 0.

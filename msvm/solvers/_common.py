@@ -158,11 +158,7 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     slack = np.where(active, machine.slack, -1).astype(np.int32)
     if machine.loss != "hinge":
         slack[:] = -1
-    group_size = np.zeros((Q, max(machine.n_slacks, 1)), dtype=np.int32)
-    for y in range(Q):
-        for p in range(P):
-            if slack[y, p] >= 0:
-                group_size[y, slack[y, p]] += 1
+    group_size = machine.slack_group_sizes
     if max_shared_groups is not None and np.any((group_size > 1).sum(axis=1)
                                                 > max_shared_groups):
         raise ValueError(f"This solver handles at most {max_shared_groups} shared slack "
