@@ -418,12 +418,52 @@ def test_float32_rows_prefetched_are_those_computed_on_request_rounded(full):
     assert np.array_equal(got, got.astype(np.float32))
 
 
+@pytest.mark.parametrize("code", [LINEAR, POLY, RBF, SIGMOID])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_sparse_rows_prefetched_as_a_block_match_sklearn(code, n_threads):
+    """CSR rows in blocks (one pass over the non-zeros for the block; 35 rows: three
+    groups of 16 queries, the last padded), empty rows included, into free slots and
+    then the least recently used eighth; the diagonal is exact."""
+    m = 1100
+    X = _csr_with_empty_rows(m=m, d=30)
+    K = _reference(X, code)
+    kc = _make(X, code, _mb_for_rows(m, 300))
+    kc.n_threads = n_threads
+    wanted = [3, 17, m - 1, *range(500, 532)]
+    assert kc.prefetch_rows(wanted) == 35 and kc.n_misses == 0
+    got = kc.rows(wanted)
+    np.testing.assert_allclose(got, K[wanted], rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[np.arange(35), wanted], kc.diagonal()[wanted])
+    kc.rows(range(600, 865))                # full: the next prefetch evicts
+    assert kc.prefetch_rows(range(900, 920)) == 16
+    np.testing.assert_allclose(kc.rows(range(900, 916)), K[900:916], rtol=RTOL, atol=ATOL)
+
+
 def test_prefetch_declined_where_rows_are_computed_one_at_a_time():
     X = _dense()
     assert _make(X, LAPLACE).prefetch_rows([0, 1]) == 0
-    assert _make(_csr_with_empty_rows(), RBF).prefetch_rows([0, 1]) == 0
+    wide = sp.random(40, 5000, density=0.002, format="csr", random_state=0)
+    assert _make(wide, RBF).prefetch_rows([0, 1]) == 0   # over 4096 features
     with pytest.raises(IndexError):
         _make(X, RBF).prefetch_rows([40])
+
+
+def test_an_evicting_cache_keeps_dense_data_with_few_non_zeros_as_csr():
+    """Dense X with at most 30 % non-zeros is kept as CSR by a cache that evicts (its
+    row blocks then read the non-zeros only), not by one that holds every row or for
+    denser data; the rows are the kernel's either way."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(800, 40)) * (rng.random((800, 40)) < 0.25)
+    K = _reference(X, RBF)
+    small = _mb_for_rows(800, 100)
+    kept = _make(X, RBF, small)
+    assert "csr" in repr(kept)
+    assert "dense" in repr(_make(X, RBF))
+    assert "dense" in repr(_make(X + (X == 0) * 0.5 * (rng.random(X.shape) < 0.3), RBF, small))
+    assert "dense" in repr(_make(X, LAPLACE, small))
+    assert kept.prefetch_rows(range(200, 240)) == 40
+    np.testing.assert_allclose(kept.rows([*range(200, 240), 7]), K[[*range(200, 240), 7]],
+                               rtol=RTOL, atol=ATOL)
 
 
 # ------------------------------------------------------------- the whole matrix
@@ -489,11 +529,19 @@ def test_complete_computes_every_missing_row_once(n_threads):
 
 
 def test_complete_declined_where_rows_cannot_all_be_held_or_blocked():
-    """No rows from complete(): a cache smaller than the matrix, laplace, sparse."""
+    """No rows from complete(): a cache smaller than the matrix, laplace, sparse rows of
+    more than 4096 features."""
     X = _dense(m=600, d=4)
-    for kc in (_make(X, RBF, _mb_for_rows(600, 599)), _make(X, LAPLACE),
-               _make(_csr_with_empty_rows(), RBF)):
+    wide = sp.random(40, 5000, density=0.002, format="csr", random_state=0)
+    for kc in (_make(X, RBF, _mb_for_rows(600, 599)), _make(X, LAPLACE), _make(wide, RBF)):
         assert kc.complete() == 0 and kc.n_cached == 0 and kc.n_kernel_evaluations == 0
+
+
+def test_complete_computes_sparse_rows_in_blocks():
+    X = _csr_with_empty_rows(m=150)
+    kc = _make(X, RBF)
+    assert kc.complete() == 150 and kc.n_misses == 0
+    np.testing.assert_allclose(kc.rows(range(150)), _reference(X, RBF), rtol=RTOL, atol=ATOL)
 
 
 # ------------------------------------------------- products from the cached rows

@@ -6,6 +6,7 @@
 #     cdef RowSource rows = dense_rows(X, d, sqnorm)          # or sparse_rows(...)
 #     kernel_values(&k, &rows, xq, sq_q, l1_q, out, j0, j1)   # out[j] = k(x_j, x_q)
 #     dense_block(&k, &rows, G, gsq, n, out, ld, j0, j1)    # n queries at once (dgemm)
+#     sparse_block(&k, &rows, GT, gsq, n, out, ld, j0, j1)  # the same over sparse rows
 #
 # A row source is dense (row j at X + j·d) or sparse (the entries
 # start[j] <= p < start[j] + nnz[j] of data/index; the sparse rows of a CSR
@@ -74,6 +75,68 @@ cdef extern from *:
     #endif
     """
     void msvm_exp_nonpositive(double* v, Py_ssize_t n) noexcept nogil
+
+# Inner products of n dense queries with sparse rows, the queries given transposed
+# (GT: d × w, w = n rounded up to a multiple of 16, zero beyond n): row j's non-zeros
+# are read once for all of them and each adds its value times a contiguous row of GT
+# to 16 accumulators at a time (four AVX2 registers where the processor has them).
+cdef extern from *:
+    """
+    #define MSVM_CSR_BODY(ACC16) \
+        Py_ssize_t w = (n + 15) & ~(Py_ssize_t) 15, j, p, t0, t; \
+        double acc[16]; \
+        for (j = j0; j < j1; j++) { \
+            const Py_ssize_t p0 = start[j], p1 = start[j] + nnz[j]; \
+            for (t0 = 0; t0 < w; t0 += 16) { \
+                ACC16 \
+                for (t = t0; t < n && t < t0 + 16; t++) out[t * ld + j] = acc[t - t0]; \
+            } \
+        }
+    #define MSVM_CSR_PLAIN \
+        for (t = 0; t < 16; t++) acc[t] = 0.0; \
+        for (p = p0; p < p1; p++) { \
+            const double v = data[p]; \
+            const double* g = GT + (Py_ssize_t) index[p] * w + t0; \
+            for (t = 0; t < 16; t++) acc[t] += v * g[t]; \
+        }
+    #define MSVM_CSR_ARGS Py_ssize_t n, const double* data, const int* index, \
+        const Py_ssize_t* start, const Py_ssize_t* nnz, Py_ssize_t j0, Py_ssize_t j1, \
+        const double* GT, double* out, Py_ssize_t ld
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    #include <immintrin.h>
+    #define MSVM_CSR_AVX2 \
+        __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(); \
+        __m256d a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd(); \
+        for (p = p0; p < p1; p++) { \
+            const __m256d v = _mm256_broadcast_sd(data + p); \
+            const double* g = GT + (Py_ssize_t) index[p] * w + t0; \
+            a0 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g), a0); \
+            a1 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 4), a1); \
+            a2 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 8), a2); \
+            a3 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 12), a3); \
+        } \
+        _mm256_storeu_pd(acc, a0); _mm256_storeu_pd(acc + 4, a1); \
+        _mm256_storeu_pd(acc + 8, a2); _mm256_storeu_pd(acc + 12, a3);
+    __attribute__((target("avx2,fma")))
+    static void msvm_csr_avx2(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_AVX2) }
+    static void msvm_csr_base(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_PLAIN) }
+    static void msvm_csr_products(MSVM_CSR_ARGS) {
+        static int avx2 = -1;
+        if (avx2 < 0) {
+            __builtin_cpu_init();
+            avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        }
+        if (avx2) msvm_csr_avx2(n, data, index, start, nnz, j0, j1, GT, out, ld);
+        else msvm_csr_base(n, data, index, start, nnz, j0, j1, GT, out, ld);
+    }
+    #else
+    static void msvm_csr_products(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_PLAIN) }
+    #endif
+    """
+    void msvm_csr_products(Py_ssize_t n, const double* data, const int* index,
+                           const Py_ssize_t* start, const Py_ssize_t* nnz, Py_ssize_t j0,
+                           Py_ssize_t j1, const double* GT, double* out,
+                           Py_ssize_t ld) noexcept nogil
 
 cdef enum:
     LINEAR = 0
@@ -210,5 +273,29 @@ cdef inline void dense_block(const KernelSpec* k, const RowSource* rows, const d
     # = X[j0:j1] · Gᵀ.
     dgemm(&ta, &tb, &n_cols, &n_q, &d, &one, <double*> (rows.X + j0 * d), &d, <double*> G, &d,
           &zero, out + j0, &ldo)
+    for t in range(n):
+        to_kernel(k, rows, gsq[t], out + t * ld, j0, j1)
+
+
+cdef inline Py_ssize_t sparse_block_width(Py_ssize_t n) noexcept nogil:
+    """Columns of the transposed queries of :func:`sparse_block`: n rounded up to 16."""
+    return (n + 15) // 16 * 16
+
+
+cdef inline void sparse_block(const KernelSpec* k, const RowSource* rows, const double* GT,
+                              const double* gsq, Py_ssize_t n, double* out, Py_ssize_t ld,
+                              Py_ssize_t j0, Py_ssize_t j1) noexcept nogil:
+    """:func:`dense_block` for sparse rows: out[t·ld + j] = k(x_j, g_t), j0 <= j < j1.
+
+    The queries come transposed, GT[c·w + t] = g_t[c] (d × w, w =
+    :func:`sparse_block_width` (n), zero in the columns t >= n).  Each sparse row
+    is read once for the n queries, so a block costs one pass over the non-zeros
+    of rows j0 .. j1 − 1 instead of n.  Inner-product kernels only (not laplace);
+    the values equal :func:`kernel_values`'s up to rounding.
+    """
+    cdef Py_ssize_t t
+    if j1 <= j0 or n <= 0:
+        return
+    msvm_csr_products(n, rows.data, rows.index, rows.start, rows.nnz, j0, j1, GT, out, ld)
     for t in range(n):
         to_kernel(k, rows, gsq[t], out + t * ld, j0, j1)

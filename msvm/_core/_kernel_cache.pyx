@@ -54,7 +54,14 @@ block, which reads X once for all of them instead of once per row (dgemv is
 bandwidth-bound): into never-used slots while there are any, then into the
 least recently used eighth of the cache at most, through a block buffer of
 PREFETCH_MAX rows outside the budget (allocated at the first such prefetch;
-float32 caches always use it, rounding a row as it is copied).
+float32 caches always use it, rounding a row as it is copied).  Sparse rows
+are blocked the same way (``_kernel.sparse_block``: each row's non-zeros are
+read once for the whole block), up to SPARSE_BLOCK_FEATURES features.
+
+A cache that evicts recomputes rows all along, each block a pass over X: it
+keeps dense X with at most SPARSE_DENSITY non-zeros as CSR (``_keep_as_csr``),
+so that a pass reads the non-zeros only (mnist, a fifth of its entries, and
+the figures in the README's benchmarks).  The values change by rounding only.
 
 A cache that holds every row can instead compute the whole matrix at once
 (``fill``), by symmetry: half the kernel values, in blocks of 256 rows (one
@@ -102,8 +109,8 @@ from scipy.linalg.cython_blas cimport ddot, dgemm
 
 from msvm._core._steps cimport _now
 from msvm._core._kernel cimport (
-    LAPLACE, PRECOMPUTED, KernelSpec, dense_block, dense_rows, kernel_values, sparse_rows,
-    to_kernel,
+    LAPLACE, PRECOMPUTED, KernelSpec, dense_block, dense_rows, kernel_values, sparse_block,
+    sparse_block_width, sparse_rows, to_kernel,
 )
 
 import numpy as np
@@ -129,6 +136,13 @@ cdef Py_ssize_t MIRROR_ROWS = 64
 
 #: Scratch of :meth:`KernelCache.cached_matmul`, in bytes (rows copied per dgemm).
 cdef Py_ssize_t MATMUL_BYTES = 8 << 20
+
+#: A cache that evicts keeps dense data of at most this share of non-zeros as CSR: its
+#: row blocks then read the non-zeros once instead of all of X (see the module docstring).
+SPARSE_DENSITY = 0.3
+#: Sparse rows are computed in blocks (:meth:`KernelCache.prefetch`) up to this many
+#: features: the block's transposed points (features × 64 doubles) stay in cache.
+cdef Py_ssize_t SPARSE_BLOCK_FEATURES = 4096
 
 
 cpdef Py_ssize_t row_block(Py_ssize_t m) noexcept nogil:
@@ -165,6 +179,17 @@ cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb,
     if rows > m:
         rows = m
     return <Py_ssize_t> rows
+
+
+def _keep_as_csr(X, int kernel_code, double cache_size_mb, bint float32):
+    """Whether a cache of dense X keeps it as CSR: the cache evicts (so rows are computed
+    again and again), the kernel is computed in blocks, and at most SPARSE_DENSITY of
+    X's entries are non-zero."""
+    m, d = X.shape
+    if (m < 1 or d < 1 or d > SPARSE_BLOCK_FEATURES or kernel_code in (LAPLACE, PRECOMPUTED)
+            or _rows_for_budget(m, cache_size_mb, 4 if float32 else 8) >= m):
+        return False
+    return np.count_nonzero(X) <= SPARSE_DENSITY * X.size
 
 
 cdef void* _xmalloc(size_t n) except NULL:
@@ -320,6 +345,9 @@ cdef class KernelCache:
             X = np.ascontiguousarray(X, dtype=np.float64)
             if X.ndim != 2:
                 raise ValueError(f"X must be 2-dimensional, got shape {X.shape}.")
+            if _keep_as_csr(X, kernel_code, cache_size_mb, float32):
+                X = sp.csr_matrix(X)   # canonical: sorted, no duplicates or explicit zeros
+                self._sparse = True
         if X.shape[0] < 1:
             raise ValueError("X must contain at least one sample.")
 
@@ -483,11 +511,12 @@ cdef class KernelCache:
         return self._prefetch_room() > 1 and self._blockwise()
 
     cdef bint _blockwise(self) noexcept nogil:
-        """Whether rows can be computed as a block by dgemm: dense rows of an
-        inner-product kernel (laplace, sparse and precomputed caches compute them one
-        at a time or not at all)."""
-        return (not self._sparse and not self._precomputed
-                and self.kernel_code != LAPLACE and self.n_features > 0)
+        """Whether rows can be computed as a block (dgemm, or one pass over the non-zeros
+        for sparse rows): an inner-product kernel and, if sparse, at most
+        SPARSE_BLOCK_FEATURES features (laplace, precomputed and wider sparse caches
+        compute rows one at a time or not at all)."""
+        return (not self._precomputed and self.kernel_code != LAPLACE and self.n_features > 0
+                and (not self._sparse or self.n_features <= SPARSE_BLOCK_FEATURES))
 
     cdef Py_ssize_t _prefetch_room(self) noexcept nogil:
         """Rows one prefetch may compute: the never-used slots while there are any,
@@ -509,7 +538,8 @@ cdef class KernelCache:
         self._ahead_lost = 0
 
     cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil:
-        """Compute up to PREFETCH_MAX of ``rows`` (absent, distinct) with one dgemm per block.
+        """Compute up to PREFETCH_MAX of ``rows`` (absent, distinct) with one dgemm per block
+        (sparse rows: one pass over the block's non-zeros).
 
         A dgemv reads all of X for one row, a dgemm for a block of rows: on
         dense data kernel rows are bandwidth-bound, so a solver that knows
@@ -523,13 +553,14 @@ cdef class KernelCache:
         :meth:`row_ptr`'s up to rounding (another summation order); a float32
         cache rounds each row of the float64 block as it stores it.
         """
-        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, slot
+        cdef Py_ssize_t m = self.n_samples, d = self.n_features, t, b, slot, w, p
         cdef Py_ssize_t n_blocks = (m + self._block - 1) // self._block
         cdef bint evicting = self._n_used == self.capacity
         cdef bint buffered = evicting or self.float32   # not straight into the slots
         cdef double* G
         cdef double* gsq
         cdef double* out
+        cdef const double* x
         if evicting:
             self._judge_ahead()
         if not self.can_prefetch():
@@ -541,12 +572,21 @@ cdef class KernelCache:
             self._block_rows = <double*> malloc(PREFETCH_MAX * m * sizeof(double))
             if self._block_rows == NULL:
                 return 0
-        G = <double*> malloc(n * (d + 1) * sizeof(double))   # the rows, then their ‖x‖²
+        # The points: n dense rows, or for sparse rows d × w transposed (zero-padded).
+        w = sparse_block_width(n) if self._sparse else n
+        G = <double*> malloc((w * d + n) * sizeof(double))   # the points, then their ‖x‖²
         if G == NULL:
             return 0
-        gsq = G + n * d
+        gsq = G + w * d
+        if self._sparse:
+            memset(G, 0, w * d * sizeof(double))
         for t in range(n):
-            memcpy(G + t * d, &self._X[rows[t], 0], d * sizeof(double))
+            if self._sparse:
+                for p in range(self._indptr[rows[t]], self._indptr[rows[t] + 1]):
+                    G[self._indices[p] * w + t] = self._data[p]
+            else:
+                x = &self._X[rows[t], 0]
+                memcpy(G + t * d, x, d * sizeof(double))
             gsq[t] = self._sqnorm[rows[t]]
         # Into consecutive never-used float64 slots directly; else into the block buffer,
         # then copied (rounded to float32) into the slots taken.
@@ -570,15 +610,19 @@ cdef class KernelCache:
     cdef void _gram_block(self, const double* G, const double* gsq, Py_ssize_t n,
                           double* out, Py_ssize_t j_first, Py_ssize_t b) noexcept nogil:
         """Columns [j_first + b·block, j_first + (b+1)·block) of the n rows whose points
-        are the rows of G (squared norms gsq), into ``out`` (rows m apart): one dgemm
-        (the blocks of :meth:`prefetch` and :meth:`fill`)."""
+        are the rows of G (squared norms gsq; sparse rows: G transposed, see
+        ``sparse_block``), into ``out`` (rows m apart): one dgemm, or one pass over the
+        columns' non-zeros (the blocks of :meth:`prefetch` and :meth:`fill`)."""
         cdef Py_ssize_t m = self.n_samples
         cdef Py_ssize_t j0 = j_first + b * self._block, j1 = j_first + (b + 1) * self._block
         cdef Py_ssize_t t, j
         cdef double* row
         if j1 > m:
             j1 = m
-        dense_block(&self._spec, &self._rows, G, gsq, n, out, m, j0, j1)
+        if self._sparse:
+            sparse_block(&self._spec, &self._rows, G, gsq, n, out, m, j0, j1)
+        else:
+            dense_block(&self._spec, &self._rows, G, gsq, n, out, m, j0, j1)
         if self.offset != 0.0:
             for t in range(n):
                 row = out + t * m
@@ -596,7 +640,8 @@ cdef class KernelCache:
 
     cdef bint _fillable(self) noexcept nogil:
         return (self.capacity >= self.n_samples and self._n_used == self._filled
-                and self._filled < self.n_samples and self._blockwise() and not self.float32)
+                and self._filled < self.n_samples and self._blockwise() and not self._sparse
+                and not self.float32)
 
     def fill(self, double seconds=INFINITY):
         """Compute the whole Gram matrix, using its symmetry: half the kernel values.
@@ -650,7 +695,8 @@ cdef class KernelCache:
         -------
         int
             Rows computed: 0 if the cache cannot hold every row or computes its
-            rows one at a time (sparse, precomputed, laplace).
+            rows one at a time (precomputed, laplace, sparse with more than
+            SPARSE_BLOCK_FEATURES features).
         """
         cdef Py_ssize_t n
         with nogil:
@@ -963,9 +1009,10 @@ cdef class KernelCache:
         Returns
         -------
         int
-            Rows computed: 0 for sparse, precomputed or laplace caches, whose
-            rows are computed one at a time on request, and for a full cache
-            of fewer than 16 rows.
+            Rows computed: 0 for precomputed or laplace caches and sparse ones
+            of more than SPARSE_BLOCK_FEATURES (4096) features, whose rows are
+            computed one at a time on request, and for a full cache of fewer
+            than 16 rows.
         """
         cdef Py_ssize_t k
         wanted = []
