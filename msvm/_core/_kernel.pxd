@@ -77,43 +77,47 @@ cdef extern from *:
     void msvm_exp_nonpositive(double* v, Py_ssize_t n) noexcept nogil
 
 # Inner products of n dense queries with sparse rows, the queries given transposed
-# (GT: d × w, w = n rounded up to a multiple of 16, zero beyond n): row j's non-zeros
-# are read once for all of them and each adds its value times a contiguous row of GT
-# to 16 accumulators at a time (four AVX2 registers where the processor has them).
+# (GT: d × w, w = n rounded up to the group width W, zero beyond n): row j's non-zeros
+# are read once per group of W queries, each adding its value times W contiguous
+# entries of GT to W accumulators (AVX2 registers where the processor has them).
+# W = 4, 8 or 16 as n needs: every lane sums the same products in the same order, so
+# a value does not depend on the block it was computed in.
 cdef extern from *:
     """
-    #define MSVM_CSR_BODY(ACC16) \
-        Py_ssize_t w = (n + 15) & ~(Py_ssize_t) 15, j, p, t0, t; \
-        double acc[16]; \
-        for (j = j0; j < j1; j++) { \
-            const Py_ssize_t p0 = start[j], p1 = start[j] + nnz[j]; \
-            for (t0 = 0; t0 < w; t0 += 16) { \
-                ACC16 \
-                for (t = t0; t < n && t < t0 + 16; t++) out[t * ld + j] = acc[t - t0]; \
-            } \
-        }
-    #define MSVM_CSR_PLAIN \
-        for (t = 0; t < 16; t++) acc[t] = 0.0; \
-        for (p = p0; p < p1; p++) { \
-            const double v = data[p]; \
-            const double* g = GT + (Py_ssize_t) index[p] * w + t0; \
-            for (t = 0; t < 16; t++) acc[t] += v * g[t]; \
-        }
+    #define MSVM_CSR_WIDTH(n) ((n) <= 4 ? 4 : ((n) <= 8 ? 8 : 16))
     #define MSVM_CSR_ARGS Py_ssize_t n, const double* data, const int* index, \
         const Py_ssize_t* start, const Py_ssize_t* nnz, Py_ssize_t j0, Py_ssize_t j1, \
         const double* GT, double* out, Py_ssize_t ld
+    /* The loops over j and the groups; GROUP(W) leaves row j's sums of group t0 in acc. */
+    #define MSVM_CSR_BODY(GROUP) \
+        const Py_ssize_t W = MSVM_CSR_WIDTH(n), w = (n + W - 1) / W * W; \
+        Py_ssize_t j, p, t0, t; \
+        double acc[16]; \
+        for (t0 = 0; t0 < w; t0 += W) { \
+            for (j = j0; j < j1; j++) { \
+                const Py_ssize_t p0 = start[j], p1 = start[j] + nnz[j]; \
+                GROUP \
+                for (t = t0; t < n && t < t0 + W; t++) out[t * ld + j] = acc[t - t0]; \
+            } \
+        }
+    #define MSVM_CSR_PLAIN \
+        for (t = 0; t < W; t++) acc[t] = 0.0; \
+        for (p = p0; p < p1; p++) { \
+            const double v = data[p]; \
+            const double* g = GT + (Py_ssize_t) index[p] * w + t0; \
+            for (t = 0; t < W; t++) acc[t] += v * g[t]; \
+        }
     #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     #include <immintrin.h>
+    #define MSVM_CSR_FMA(k) a##k = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 4 * k), a##k)
     #define MSVM_CSR_AVX2 \
-        __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(); \
-        __m256d a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd(); \
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0; \
         for (p = p0; p < p1; p++) { \
             const __m256d v = _mm256_broadcast_sd(data + p); \
             const double* g = GT + (Py_ssize_t) index[p] * w + t0; \
-            a0 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g), a0); \
-            a1 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 4), a1); \
-            a2 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 8), a2); \
-            a3 = _mm256_fmadd_pd(v, _mm256_loadu_pd(g + 12), a3); \
+            MSVM_CSR_FMA(0); \
+            if (W > 4) MSVM_CSR_FMA(1); \
+            if (W > 8) { MSVM_CSR_FMA(2); MSVM_CSR_FMA(3); } \
         } \
         _mm256_storeu_pd(acc, a0); _mm256_storeu_pd(acc + 4, a1); \
         _mm256_storeu_pd(acc + 8, a2); _mm256_storeu_pd(acc + 12, a3);
@@ -132,11 +136,15 @@ cdef extern from *:
     #else
     static void msvm_csr_products(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_PLAIN) }
     #endif
+    static Py_ssize_t msvm_csr_block_width(Py_ssize_t n) {
+        return (n + MSVM_CSR_WIDTH(n) - 1) / MSVM_CSR_WIDTH(n) * MSVM_CSR_WIDTH(n);
+    }
     """
     void msvm_csr_products(Py_ssize_t n, const double* data, const int* index,
                            const Py_ssize_t* start, const Py_ssize_t* nnz, Py_ssize_t j0,
                            Py_ssize_t j1, const double* GT, double* out,
                            Py_ssize_t ld) noexcept nogil
+    Py_ssize_t msvm_csr_block_width(Py_ssize_t n) noexcept nogil
 
 cdef enum:
     LINEAR = 0
@@ -278,8 +286,9 @@ cdef inline void dense_block(const KernelSpec* k, const RowSource* rows, const d
 
 
 cdef inline Py_ssize_t sparse_block_width(Py_ssize_t n) noexcept nogil:
-    """Columns of the transposed queries of :func:`sparse_block`: n rounded up to 16."""
-    return (n + 15) // 16 * 16
+    """Columns of the transposed queries of :func:`sparse_block`: n rounded up to its
+    group width (4, 8 or 16)."""
+    return msvm_csr_block_width(n)
 
 
 cdef inline void sparse_block(const KernelSpec* k, const RowSource* rows, const double* GT,
