@@ -425,7 +425,7 @@ def test_sparse_rows_prefetched_as_a_block_match_sklearn(code, n_threads):
     groups of 16 queries, the last padded), empty rows included, into free slots and
     then the least recently used eighth; the diagonal is exact."""
     m = 1100
-    X = _csr_with_empty_rows(m=m, d=30)
+    X = _csr_with_empty_rows(m=m, d=150)
     K = _reference(X, code)
     kc = _make(X, code, _mb_for_rows(m, 300))
     kc.n_threads = n_threads
@@ -442,18 +442,19 @@ def test_sparse_rows_prefetched_as_a_block_match_sklearn(code, n_threads):
 def test_prefetch_declined_where_rows_are_computed_one_at_a_time():
     X = _dense()
     assert _make(X, LAPLACE).prefetch_rows([0, 1]) == 0
-    wide = sp.random(40, 5000, density=0.002, format="csr", random_state=0)
+    wide = sp.random(40, 5000, density=0.01, format="csr", random_state=0)
     assert _make(wide, RBF).prefetch_rows([0, 1]) == 0   # over 4096 features
+    assert _make(_csr_with_empty_rows(), RBF).prefetch_rows([0, 1]) == 0   # 3.6 non-zeros
     with pytest.raises(IndexError):
         _make(X, RBF).prefetch_rows([40])
 
 
 def test_an_evicting_cache_keeps_dense_data_with_few_non_zeros_as_csr():
     """Dense X with at most 30 % non-zeros is kept as CSR by a cache that evicts (its
-    row blocks then read the non-zeros only), not by one that holds every row or for
-    denser data; the rows are the kernel's either way."""
+    row blocks then read the non-zeros only), not by one that holds every row, for
+    denser data or for rows too short to block; the rows are the kernel's either way."""
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(800, 40)) * (rng.random((800, 40)) < 0.25)
+    X = rng.normal(size=(800, 200)) * (rng.random((800, 200)) < 0.25)
     K = _reference(X, RBF)
     small = _mb_for_rows(800, 100)
     kept = _make(X, RBF, small)
@@ -461,6 +462,7 @@ def test_an_evicting_cache_keeps_dense_data_with_few_non_zeros_as_csr():
     assert "dense" in repr(_make(X, RBF))
     assert "dense" in repr(_make(X + (X == 0) * 0.5 * (rng.random(X.shape) < 0.3), RBF, small))
     assert "dense" in repr(_make(X, LAPLACE, small))
+    assert "dense" in repr(_make(X[:, :100], RBF, small))   # 25 non-zeros per row
     assert kept.prefetch_rows(range(200, 240)) == 40
     np.testing.assert_allclose(kept.rows([*range(200, 240), 7]), K[[*range(200, 240), 7]],
                                rtol=RTOL, atol=ATOL)
@@ -530,15 +532,16 @@ def test_complete_computes_every_missing_row_once(n_threads):
 
 def test_complete_declined_where_rows_cannot_all_be_held_or_blocked():
     """No rows from complete(): a cache smaller than the matrix, laplace, sparse rows of
-    more than 4096 features."""
+    more than 4096 features or few non-zeros."""
     X = _dense(m=600, d=4)
-    wide = sp.random(40, 5000, density=0.002, format="csr", random_state=0)
-    for kc in (_make(X, RBF, _mb_for_rows(600, 599)), _make(X, LAPLACE), _make(wide, RBF)):
+    wide = sp.random(40, 5000, density=0.01, format="csr", random_state=0)
+    for kc in (_make(X, RBF, _mb_for_rows(600, 599)), _make(X, LAPLACE), _make(wide, RBF),
+               _make(_csr_with_empty_rows(), RBF)):
         assert kc.complete() == 0 and kc.n_cached == 0 and kc.n_kernel_evaluations == 0
 
 
 def test_complete_computes_sparse_rows_in_blocks():
-    X = _csr_with_empty_rows(m=150)
+    X = _csr_with_empty_rows(m=150, d=150)
     kc = _make(X, RBF)
     assert kc.complete() == 150 and kc.n_misses == 0
     np.testing.assert_allclose(kc.rows(range(150)), _reference(X, RBF), rtol=RTOL, atol=ATOL)

@@ -142,6 +142,7 @@ cdef class KernelCache:
 
     # Training data (exactly one of the three representations is used).
     cdef bint _sparse
+    cdef bint _sparse_blocks              # sparse rows computed in blocks (see _blockwise)
     cdef bint _precomputed
     cdef const double[:, ::1] _X          # dense (m, d), or (m, m) Gram if precomputed
     cdef const double[::1] _data          # CSR data

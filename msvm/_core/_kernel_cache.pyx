@@ -56,12 +56,14 @@ least recently used eighth of the cache at most, through a block buffer of
 PREFETCH_MAX rows outside the budget (allocated at the first such prefetch;
 float32 caches always use it, rounding a row as it is copied).  Sparse rows
 are blocked the same way (``_kernel.sparse_block``: each row's non-zeros are
-read once for the whole block), up to SPARSE_BLOCK_FEATURES features.
+read once for the whole block) when they hold SPARSE_BLOCK_NNZ non-zeros on
+average and at most SPARSE_BLOCK_FEATURES features; shorter rows cost about
+their ``exp`` however they are computed, and are computed one at a time.
 
 A cache that evicts recomputes rows all along, each block a pass over X: it
 keeps dense X with at most SPARSE_DENSITY non-zeros as CSR (``_keep_as_csr``),
-so that a pass reads the non-zeros only (mnist, a fifth of its entries, and
-the figures in the README's benchmarks).  The values change by rounding only.
+so that a pass reads the non-zeros only (mnist has a fifth of its entries
+non-zero).  The values change by rounding only.
 
 A cache that holds every row can instead compute the whole matrix at once
 (``fill``), by symmetry: half the kernel values, in blocks of 256 rows (one
@@ -141,8 +143,11 @@ cdef Py_ssize_t MATMUL_BYTES = 8 << 20
 #: row blocks then read the non-zeros once instead of all of X (see the module docstring).
 SPARSE_DENSITY = 0.3
 #: Sparse rows are computed in blocks (:meth:`KernelCache.prefetch`) up to this many
-#: features: the block's transposed points (features × 64 doubles) stay in cache.
+#: features (the block's transposed points, features × 64 doubles, stay in cache) and
+#: from this many non-zeros per row on average (below it the extra rows of a block
+#: cost more than reading X once for them saves).
 cdef Py_ssize_t SPARSE_BLOCK_FEATURES = 4096
+cdef Py_ssize_t SPARSE_BLOCK_NNZ = 32
 
 
 cpdef Py_ssize_t row_block(Py_ssize_t m) noexcept nogil:
@@ -183,13 +188,14 @@ cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb,
 
 def _keep_as_csr(X, int kernel_code, double cache_size_mb, bint float32):
     """Whether a cache of dense X keeps it as CSR: the cache evicts (so rows are computed
-    again and again), the kernel is computed in blocks, and at most SPARSE_DENSITY of
-    X's entries are non-zero."""
+    again and again), the kernel is computed in blocks, at most SPARSE_DENSITY of X's
+    entries are non-zero and the CSR rows would be blocked too."""
     m, d = X.shape
     if (m < 1 or d < 1 or d > SPARSE_BLOCK_FEATURES or kernel_code in (LAPLACE, PRECOMPUTED)
             or _rows_for_budget(m, cache_size_mb, 4 if float32 else 8) >= m):
         return False
-    return np.count_nonzero(X) <= SPARSE_DENSITY * X.size
+    nnz = np.count_nonzero(X)
+    return SPARSE_BLOCK_NNZ * m <= nnz <= SPARSE_DENSITY * X.size
 
 
 cdef void* _xmalloc(size_t n) except NULL:
@@ -362,6 +368,8 @@ cdef class KernelCache:
             self._indices = np.asarray(X.indices, dtype=np.intc)
             self._indptr = np.asarray(X.indptr, dtype=np.intp)
             self._nnz = np.diff(self._indptr)
+            self._sparse_blocks = (X.shape[1] <= SPARSE_BLOCK_FEATURES
+                                   and X.nnz >= SPARSE_BLOCK_NNZ * X.shape[0])
         else:
             self._X = X
 
@@ -512,11 +520,12 @@ cdef class KernelCache:
 
     cdef bint _blockwise(self) noexcept nogil:
         """Whether rows can be computed as a block (dgemm, or one pass over the non-zeros
-        for sparse rows): an inner-product kernel and, if sparse, at most
-        SPARSE_BLOCK_FEATURES features (laplace, precomputed and wider sparse caches
-        compute rows one at a time or not at all)."""
+        for sparse rows): an inner-product kernel and, if sparse, rows of at most
+        SPARSE_BLOCK_FEATURES features and SPARSE_BLOCK_NNZ non-zeros on average or
+        more (laplace, precomputed and other sparse caches compute rows one at a time
+        or not at all)."""
         return (not self._precomputed and self.kernel_code != LAPLACE and self.n_features > 0
-                and (not self._sparse or self.n_features <= SPARSE_BLOCK_FEATURES))
+                and (not self._sparse or self._sparse_blocks))
 
     cdef Py_ssize_t _prefetch_room(self) noexcept nogil:
         """Rows one prefetch may compute: the never-used slots while there are any,
@@ -695,8 +704,8 @@ cdef class KernelCache:
         -------
         int
             Rows computed: 0 if the cache cannot hold every row or computes its
-            rows one at a time (precomputed, laplace, sparse with more than
-            SPARSE_BLOCK_FEATURES features).
+            rows one at a time (precomputed, laplace, sparse rows beyond
+            SPARSE_BLOCK_FEATURES features or under SPARSE_BLOCK_NNZ non-zeros).
         """
         cdef Py_ssize_t n
         with nogil:
@@ -1010,9 +1019,9 @@ cdef class KernelCache:
         -------
         int
             Rows computed: 0 for precomputed or laplace caches and sparse ones
-            of more than SPARSE_BLOCK_FEATURES (4096) features, whose rows are
-            computed one at a time on request, and for a full cache of fewer
-            than 16 rows.
+            of more than 4096 features or fewer than 32 non-zeros per row on
+            average, whose rows are computed one at a time on request, and for
+            a full cache of fewer than 16 rows.
         """
         cdef Py_ssize_t k
         wanted = []
