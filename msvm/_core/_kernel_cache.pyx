@@ -186,16 +186,21 @@ cdef Py_ssize_t _rows_for_budget(Py_ssize_t m, double cache_size_mb,
     return <Py_ssize_t> rows
 
 
+cdef bint _sparse_rows_blocked(Py_ssize_t m, Py_ssize_t d, Py_ssize_t nnz) noexcept nogil:
+    """Whether m sparse rows of d features and nnz non-zeros are computed in blocks."""
+    return d <= SPARSE_BLOCK_FEATURES and nnz >= SPARSE_BLOCK_NNZ * m
+
+
 def _keep_as_csr(X, int kernel_code, double cache_size_mb, bint float32):
     """Whether a cache of dense X keeps it as CSR: the cache evicts (so rows are computed
     again and again), the kernel is computed in blocks, at most SPARSE_DENSITY of X's
     entries are non-zero and the CSR rows would be blocked too."""
     m, d = X.shape
-    if (m < 1 or d < 1 or d > SPARSE_BLOCK_FEATURES or kernel_code in (LAPLACE, PRECOMPUTED)
+    if (m < 1 or d < 1 or kernel_code in (LAPLACE, PRECOMPUTED)
             or _rows_for_budget(m, cache_size_mb, 4 if float32 else 8) >= m):
         return False
     nnz = np.count_nonzero(X)
-    return SPARSE_BLOCK_NNZ * m <= nnz <= SPARSE_DENSITY * X.size
+    return nnz <= SPARSE_DENSITY * X.size and _sparse_rows_blocked(m, d, nnz)
 
 
 cdef void* _xmalloc(size_t n) except NULL:
@@ -368,8 +373,7 @@ cdef class KernelCache:
             self._indices = np.asarray(X.indices, dtype=np.intc)
             self._indptr = np.asarray(X.indptr, dtype=np.intp)
             self._nnz = np.diff(self._indptr)
-            self._sparse_blocks = (X.shape[1] <= SPARSE_BLOCK_FEATURES
-                                   and X.nnz >= SPARSE_BLOCK_NNZ * X.shape[0])
+            self._sparse_blocks = _sparse_rows_blocked(X.shape[0], X.shape[1], X.nnz)
         else:
             self._X = X
 
@@ -569,7 +573,6 @@ cdef class KernelCache:
         cdef double* G
         cdef double* gsq
         cdef double* out
-        cdef const double* x
         if evicting:
             self._judge_ahead()
         if not self.can_prefetch():
@@ -594,8 +597,7 @@ cdef class KernelCache:
                 for p in range(self._indptr[rows[t]], self._indptr[rows[t] + 1]):
                     G[self._indices[p] * w + t] = self._data[p]
             else:
-                x = &self._X[rows[t], 0]
-                memcpy(G + t * d, x, d * sizeof(double))
+                memcpy(G + t * d, &self._X[rows[t], 0], d * sizeof(double))
             gsq[t] = self._sqnorm[rows[t]]
         # Into consecutive never-used float64 slots directly; else into the block buffer,
         # then copied (rounded to float32) into the slots taken.
