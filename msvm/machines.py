@@ -152,7 +152,7 @@ class Machine:
     @property
     def max_loss(self) -> bool:
         """Whether several constraints of an example share one slack."""
-        return self.loss == "hinge" and self.n_slacks < int(self.active.sum(axis=1).max())
+        return self.loss == "hinge" and int(self.slack_group_sizes.max()) > 1
 
     @property
     def slack_group_sizes(self) -> np.ndarray:
@@ -168,7 +168,7 @@ class Machine:
     def own_slacks(self) -> bool:
         """Whether every active constraint has a slack of its own (hinge loss: WW, LLW,
         ATS, OvA, MMR), so that every slack group is a single variable."""
-        return self.loss == "hinge" and int(self.slack_group_sizes.max()) <= 1
+        return self.loss == "hinge" and not self.max_loss
 
     def kernel_shift(self, C: float) -> float:
         """Diagonal added to the kernel in the dual: 1/(2C) for the M-SVM², else 0.

@@ -62,13 +62,17 @@ cdef extern from *:
     static void msvm_exp_avx2(double* v, Py_ssize_t n) { MSVM_EXP_BODY }
     __attribute__((optimize("no-trapping-math")))
     static void msvm_exp_base(double* v, Py_ssize_t n) { MSVM_EXP_BODY }
-    static void msvm_exp_nonpositive(double* v, Py_ssize_t n) {
+    /* Whether the processor runs the AVX2+FMA copies (checked once). */
+    static int msvm_avx2_fma(void) {
         static int avx2 = -1;
         if (avx2 < 0) {
             __builtin_cpu_init();
             avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         }
-        if (avx2) msvm_exp_avx2(v, n); else msvm_exp_base(v, n);
+        return avx2;
+    }
+    static void msvm_exp_nonpositive(double* v, Py_ssize_t n) {
+        if (msvm_avx2_fma()) msvm_exp_avx2(v, n); else msvm_exp_base(v, n);
     }
     #else
     static void msvm_exp_nonpositive(double* v, Py_ssize_t n) { MSVM_EXP_BODY }
@@ -125,12 +129,7 @@ cdef extern from *:
     static void msvm_csr_avx2(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_AVX2) }
     static void msvm_csr_base(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_PLAIN) }
     static void msvm_csr_products(MSVM_CSR_ARGS) {
-        static int avx2 = -1;
-        if (avx2 < 0) {
-            __builtin_cpu_init();
-            avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        }
-        if (avx2) msvm_csr_avx2(n, data, index, start, nnz, j0, j1, GT, out, ld);
+        if (msvm_avx2_fma()) msvm_csr_avx2(n, data, index, start, nnz, j0, j1, GT, out, ld);
         else msvm_csr_base(n, data, index, start, nnz, j0, j1, GT, out, ld);
     }
     #else
