@@ -137,6 +137,19 @@ def test_two_threads_give_identical_iterates(model):
     np.testing.assert_array_equal(one.alpha, tuned.alpha)
 
 
+def test_tuned_solve_starts_on_all_threads(monkeypatch):
+    """With the cores free, the thread tuning first runs TUNE_COMMIT (8 192) iterations
+    on all threads -- the passes over every example come first -- before it times one
+    thread against them."""
+    monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
+    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: 0.0))
+    X, y = blobs(4, 5, 700, spread=2.0)
+    solution = s2do.solve(make_problem("ww", X, y, C=2.0), tol=1e-4, n_jobs=2,
+                          cache_size=1.0)
+    assert 0 < solution.n_iter < 8192
+    assert solution.info["n_parallel_iter"] == solution.n_iter
+
+
 def _assert_same_certified_optimum(problem, first, second):
     """Both solutions optimal by their certificates, and of the same optimum: each dual
     is within its duality gap of it (cvxpy takes 30 s on these problems; the row-by-row

@@ -531,7 +531,10 @@ cdef class S2DOState:
     cdef int tune_phase
     cdef long long tune_count
     cdef double tune_t0
-    cdef double tune_cost
+    cdef double tune_cost           # seconds of the last serial window
+    cdef double tune_rate           # ... per visited example
+    cdef long long tune_v0          # n_visits at the start of a timed window
+    cdef long long n_visits         # examples visited by the passes so far
     cdef int tune_losses
     cdef readonly long long n_parallel_iter
     cdef double* cbest
@@ -1589,6 +1592,7 @@ cdef class S2DOState:
         if self.pass_work and nc > 0:
             self.shrunk_stale = True
         n_chunks = ((self.n_work if self.pass_work else self.m) + CHUNK - 1) // CHUNK
+        self.n_visits += self.n_work if self.pass_work else self.m
         # Updating the extremes costs O(changed slots) per example, a rescan O(P).
         self.prescan_all = 2 * nc > self.P
         self.cold_below = _cold_below(&self.lazy, self.max_violation)
@@ -2039,35 +2043,46 @@ cdef class S2DOState:
         The parallel loops synchronise twice per iteration, every few tens of
         microseconds; on a machine whose cores are busy with other processes
         a thread that is not scheduled stalls its partner at every barrier,
-        and 2 threads can be many times slower than 1.  So
-        the loop times TUNE_WINDOW iterations on one thread, then the same
-        number on all threads -- given up as soon as it takes longer than the
-        serial window did -- runs the faster setting for TUNE_COMMIT
-        iterations (doubled each time the threads lose, up to 64×), and
-        times both again.  Only the passes are tuned; the Gram rows keep all
-        threads.  The iterates do not depend on the thread count (fixed
-        chunks, ordered reductions), only the speed does.
+        and 2 threads can be many times slower than 1.  So the loop times
+        TUNE_WINDOW iterations on one thread, then the same number on all
+        threads -- given up as soon as they took longer than the serial window
+        -- runs the faster setting for TUNE_COMMIT iterations (doubled each
+        time the threads lose, up to 64×), and times both again.  The windows
+        are compared per example the passes visited (``n_visits``), because
+        the working set shrinks from one window to the next.  A solve (or
+        ``set_threads``) starts with TUNE_COMMIT iterations on all threads:
+        the contention watch has just found the cores free, and the first
+        passes, which visit every example, are the longest of the solve.  Only
+        the passes are tuned; the Gram rows keep all threads.  The iterates do
+        not depend on the thread count (fixed chunks, ordered reductions), only
+        the speed does.
         """
-        cdef double now
+        cdef double now, elapsed
+        cdef long long visits
         if self.cur_threads > 1:
             self.n_parallel_iter += 1
         self.tune_count += 1
+        if self.tune_t0 < 0:   # first call: all threads until the first timing
+            self.tune_phase = 2
+            self.tune_count = 0
+            self.tune_t0 = 0.0
+            self.cur_threads = self.n_threads
+            return
         if self.tune_phase == 2:
             if self.tune_count >= TUNE_COMMIT << self.tune_losses:
                 self.tune_phase = 0
                 self.tune_count = 0
                 self.tune_t0 = _now()
+                self.tune_v0 = self.n_visits
                 self.cur_threads = 1
             return
-        if self.tune_t0 < 0:   # first call
-            self.tune_count = 0
-            self.tune_t0 = _now()
-            self.cur_threads = 1
-            return
+        now = _now()
+        elapsed = now - self.tune_t0
+        visits = self.n_visits - self.tune_v0
         if self.tune_phase == 1:
-            now = _now()
-            if now - self.tune_t0 > self.tune_cost:
-                # The threads are already slower than one thread was.
+            if elapsed > self.tune_rate * visits and (
+                    elapsed > self.tune_cost or self.tune_count >= TUNE_WINDOW):
+                # The threads are slower per visit than one thread was.
                 self.tune_phase = 2
                 self.tune_count = 0
                 if self.tune_losses < 6:
@@ -2079,11 +2094,12 @@ cdef class S2DOState:
                 self.tune_losses = 0
             return
         if self.tune_count >= TUNE_WINDOW:
-            now = _now()
-            self.tune_cost = now - self.tune_t0
+            self.tune_cost = elapsed
+            self.tune_rate = elapsed / (visits if visits > 0 else 1)
             self.tune_phase = 1
             self.tune_count = 0
             self.tune_t0 = now
+            self.tune_v0 = self.n_visits
             self.cur_threads = self.n_threads
 
     def scores(self):
