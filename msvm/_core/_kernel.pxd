@@ -89,12 +89,15 @@ cdef extern from *:
 cdef extern from *:
     """
     #define MSVM_CSR_WIDTH(n) ((n) <= 4 ? 4 : ((n) <= 8 ? 8 : 16))
+    static Py_ssize_t msvm_csr_block_width(Py_ssize_t n) {
+        return (n + MSVM_CSR_WIDTH(n) - 1) / MSVM_CSR_WIDTH(n) * MSVM_CSR_WIDTH(n);
+    }
     #define MSVM_CSR_ARGS Py_ssize_t n, const double* data, const int* index, \
         const Py_ssize_t* start, const Py_ssize_t* nnz, Py_ssize_t j0, Py_ssize_t j1, \
         const double* GT, double* out, Py_ssize_t ld
     /* The loops over j and the groups; GROUP(W) leaves row j's sums of group t0 in acc. */
     #define MSVM_CSR_BODY(GROUP) \
-        const Py_ssize_t W = MSVM_CSR_WIDTH(n), w = (n + W - 1) / W * W; \
+        const Py_ssize_t W = MSVM_CSR_WIDTH(n), w = msvm_csr_block_width(n); \
         Py_ssize_t j, p, t0, t; \
         double acc[16]; \
         for (t0 = 0; t0 < w; t0 += W) { \
@@ -135,9 +138,6 @@ cdef extern from *:
     #else
     static void msvm_csr_products(MSVM_CSR_ARGS) { MSVM_CSR_BODY(MSVM_CSR_PLAIN) }
     #endif
-    static Py_ssize_t msvm_csr_block_width(Py_ssize_t n) {
-        return (n + MSVM_CSR_WIDTH(n) - 1) / MSVM_CSR_WIDTH(n) * MSVM_CSR_WIDTH(n);
-    }
     """
     void msvm_csr_products(Py_ssize_t n, const double* data, const int* index,
                            const Py_ssize_t* start, const Py_ssize_t* nnz, Py_ssize_t j0,

@@ -534,7 +534,7 @@ cdef class S2DOState:
     cdef double tune_cost           # seconds of the last serial window
     cdef double tune_rate           # ... per visited example
     cdef long long tune_v0          # n_visits at the start of a timed window
-    cdef long long n_visits         # examples visited by the passes so far
+    cdef long long n_visits         # examples refreshed by the passes so far
     cdef int tune_losses
     cdef readonly long long n_parallel_iter
     cdef double* cbest
@@ -1181,6 +1181,7 @@ cdef class S2DOState:
         if self.fast:
             self._fast_update()
         else:
+            self.n_visits += self.n_work
             for t in range(self.nblk):
                 self._update_scores(t)
             for t in range(self.n_work):
