@@ -43,7 +43,8 @@ from benchmarks.data import load
 from msvm import MultiClassSVC
 c = CONFIGS[{config!r}]
 X, y, Xt, yt = load(c.dataset, c.n_train)
-est = MultiClassSVC(model=c.model, C=c.C, gamma=c.gamma, tol=c.tol, cache_size=c.cache_size,
+est = MultiClassSVC(model=c.model, C=c.C, gamma=c.gamma, tol=c.tol,
+                    cache_size={cache_size!r} or c.cache_size,
                     fit_intercept=c.bias, n_jobs={n_jobs})
 start = time.perf_counter()
 est.fit(X, y)
@@ -54,11 +55,12 @@ print(json.dumps(dict(fit_time=fit_time, n_iter=int(est.n_iter_), module=msvm.__
 """
 
 
-def fit(root: Path, config: str, n_jobs: int) -> dict:
-    """One fit of ``config`` with the checkout at ``root``, in a fresh process."""
+def fit(root: Path, config: str, n_jobs: int, cache_size: float | None = None) -> dict:
+    """One fit of ``config`` with the checkout at ``root``, in a fresh process (with
+    ``cache_size`` MB of kernel cache instead of the configuration's, if given)."""
     env = dict(os.environ)
     env.setdefault("MSVM_DATASETS", str(ROOT.parent / "shared" / "datasets"))
-    code = WORKER.format(root=str(root), config=config, n_jobs=n_jobs)
+    code = WORKER.format(root=str(root), config=config, n_jobs=n_jobs, cache_size=cache_size)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, env=env)
     if proc.returncode != 0:
@@ -90,6 +92,9 @@ def main(argv=None) -> None:
                         help="a checkout of msvm with its extensions built in place")
     parser.add_argument("--repeat", type=int, default=3, help="fits per checkout (default 3)")
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--cache-size", type=float, default=None,
+                        help="kernel cache in MB instead of the configuration's "
+                             "(the estimator's default is 200)")
     parser.add_argument("--tag", default="before-after")
     parser.add_argument("--resume", action="store_true",
                         help="keep results/<tag>.jsonl and skip the configurations it holds")
@@ -109,14 +114,16 @@ def main(argv=None) -> None:
         for r in range(args.repeat):
             for side, root in (("before", args.before), ("after", ROOT)):
                 row = dict(config=config, side=side, commit=before if side == "before" else after,
-                           round=r + 1, n_jobs=args.n_jobs, **fit(root, config, args.n_jobs))
+                           round=r + 1, n_jobs=args.n_jobs, cache_size=args.cache_size,
+                           **fit(root, config, args.n_jobs, args.cache_size))
                 write_jsonl([row], jsonl, append=True)
                 print(f"{config:16s} {side:6s} {row['fit_time']:8.3f} s", flush=True)
     lines = summary([json.loads(line) for line in jsonl.read_text().splitlines()])
     print("\n".join(lines))
     text = header("before/after", args.tag, f"before {before}, after {after} (uncommitted "
-                  f"changes included), n_jobs={args.n_jobs}, medians of {args.repeat} "
-                  "alternating fits")
+                  f"changes included), n_jobs={args.n_jobs}, "
+                  f"cache {args.cache_size or 'of each configuration'} MB, "
+                  f"medians of {args.repeat} alternating fits")
     (RESULTS / f"{args.tag}.txt").write_text(text + "\n" + "\n".join(lines) + "\n")
     print(f"wrote results/{args.tag}.jsonl, results/{args.tag}.txt")
 

@@ -220,6 +220,30 @@ def test_a_cache_smaller_than_the_matrix_keeps_prefetching_into_used_slots():
     _assert_same_certified_optimum(problem, blocks, by_rows)
 
 
+@pytest.mark.parametrize("model", ["ww", "llw"])
+def test_a_cache_that_never_fills_takes_the_path_of_one_that_holds_every_row(model):
+    """With room for 350 of 700 rows the shrunk examples' scores wait while the cache
+    has room, as with room for every row: well separated classes ask for under 200 rows,
+    so the solve takes the same steps as with room for all 700 (it took 215 instead of
+    328 on WW when a partial cache kept them exact from the start).  Overlapping
+    classes fill the cache: their scores are rebuilt then and kept exact from there on,
+    and the optimum is that of the full cache."""
+    half = 350 * 700 * 8 / 2**20
+    X, y = blobs(4, 5, 700, spread=0.3)
+    problem = make_problem(model, X, y, C=2.0)
+    full = s2do.solve(problem, tol=TOL, cache_size=8.0)
+    partial = s2do.solve(problem, tol=TOL, cache_size=half)
+    assert partial.info["cache_misses"] + partial.info["cache_prefetched"] < 350
+    assert partial.n_iter == full.n_iter
+    np.testing.assert_allclose(partial.alpha, full.alpha, rtol=0, atol=1e-12)
+    X, y = blobs(4, 5, 700, spread=1.0)
+    problem = make_problem(model, X, y, C=2.0)
+    filled = s2do.solve(problem, tol=TOL, cache_size=half)
+    assert filled.info["cache_misses"] + filled.info["cache_prefetched"] > 350
+    _assert_same_certified_optimum(problem, filled, s2do.solve(problem, tol=TOL,
+                                                               cache_size=8.0))
+
+
 def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
     """The contention watch (every slice measured as contended on all threads, and as free
     on one) takes the loop to one thread and back at every time slice; the iterates stay

@@ -179,6 +179,7 @@ cdef class KernelCache:
     cdef double diag(self, Py_ssize_t i) noexcept nogil
     cdef bint cached(self, Py_ssize_t i) noexcept nogil
     cdef bint keeps_rows(self) noexcept nogil
+    cdef bint has_room(self) noexcept nogil
     cdef bint can_prefetch(self) noexcept nogil
     cdef Py_ssize_t prefetch(self, const Py_ssize_t* rows, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t rows_used(self) noexcept nogil

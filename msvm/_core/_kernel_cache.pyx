@@ -519,6 +519,11 @@ cdef class KernelCache:
         float64 rows (not scratch copies) and room for every row (no eviction)."""
         return not self.float32 and self.capacity >= self.n_samples
 
+    cdef bint has_room(self) noexcept nogil:
+        """Whether no row has been evicted yet and none will be for the next request:
+        room for every row, or a never-used slot left."""
+        return self._precomputed or self.capacity >= self.n_samples or self._n_used < self.capacity
+
     cdef bint can_prefetch(self) noexcept nogil:
         return self._prefetch_room() > 1 and self._blockwise()
 

@@ -159,17 +159,20 @@ variable is at a bound with its gradient pointing outwards (``viol[e] == 0``
 and a margin from the bound switching of the current largest violation, as in
 libsvm, but at least ``shrink_margin``·tol; for a max-loss slack group, the
 move of mass to the lowest *other* slot) are removed from selection and from
-the gradient refresh.  If the cache holds every Gram row, the passes visit
-the working set only (by its positions) and the shrunk examples' rows of F
-and S are rebuilt from α when needed (``_rebuild_shrunk``, libsvm's gradient
-reconstruction, no kernel evaluations); meanwhile ``objective()`` is the last exact value plus each
-step's exact change.  Otherwise their F rows are kept exact (rebuilding them
-would cost a Gram row per support vector).  Every example is unshrunk
+the gradient refresh.  While the cache has evicted no row (it holds every
+Gram row, or has never been full: a solve often needs the rows of a fraction
+of the examples only), the passes visit the working set only (by its
+positions) and the shrunk examples' rows of F and S are rebuilt from α when
+needed (``_rebuild_shrunk``, libsvm's gradient reconstruction, from cached
+rows); meanwhile ``objective()`` is the last exact value plus each step's
+exact change.  When the cache fills up, they are rebuilt once and from then
+on kept exact (``_stop_deferring``: rebuilding them later would cost a Gram
+row per evicted support vector).  Every example is unshrunk
 once when the largest violation first falls to 10·tol, as in libsvm (so that
 examples shrunk too early come back before the end), and again when the
 working set looks converged, where the full KKT check decides.
 
-Focus (a two-level working set, fast path with every Gram row cached): while
+Focus (a two-level working set, fast path, while the cache has room): while
 cold visits are paused (they do not pay, as on letter) and the working set
 holds at least 4·FOCUS_MIN (128) examples, its most violating quarter (at most
 FOCUS_SIZE, 1024) is solved alone -- the passes visit only them -- until their
@@ -569,8 +572,8 @@ cdef class S2DOState:
     cdef public long long shrink_interval
     cdef public double shrink_margin
     cdef long long since_shrink
-    # Every Gram row fits in the cache (fast path): the passes skip the shrunk
-    # examples, whose rows of F and S are rebuilt from α when needed.
+    # Fast path while the cache has room: the passes skip the shrunk examples,
+    # whose rows of F and S are rebuilt from α when needed.
     cdef bint defer_shrunk
     cdef bint shrunk_stale
     cdef bint pass_work       # this pass visits the working set only
@@ -717,7 +720,7 @@ cdef class S2DOState:
         self.complete_at = 0
         self.slot_partner = False
         self.sel_chunks = 0
-        self.defer_shrunk = self.fast and self.kc.capacity >= self.m
+        self.defer_shrunk = self.fast   # until the cache fills up (_stop_deferring)
         self.shrunk_stale = False
         self.pass_work = False
         self.focus_on = False
@@ -1842,7 +1845,7 @@ cdef class S2DOState:
     cdef Py_ssize_t _focus_size(self) noexcept nogil:
         """The size of the focus to enter now, or 0: a quarter of the working set,
         at most focus_size and at least focus_min examples, while cold visits are
-        paused and every Gram row is cached, after a full iteration since the last."""
+        paused and the cache has room, after a full iteration since the last."""
         cdef Py_ssize_t size = min(self.n_work // 4, self.focus_size)
         if self.focus_on or not self.defer_shrunk or self.lazy.on \
                 or self.n_iter <= self.focus_left_at or size < self.focus_min:
@@ -1893,6 +1896,15 @@ cdef class S2DOState:
         self._shrink_if_due()
         self._find_max()
 
+    cdef void _stop_deferring(self) noexcept nogil:
+        """The cache is full: end a focus, rebuild the shrunk examples' scores while
+        their rows are still cached, and keep every example's scores exact from now on."""
+        if self.focus_on:
+            self._leave_focus()
+            self.focus_left_at = self.n_iter
+        self._rebuild_shrunk()
+        self.defer_shrunk = False
+
     cdef bint _shrink_if_due(self) noexcept nogil:
         """Shrink every shrink_interval iterations (not within a focus); whether it did."""
         if not self.shrinking or self.since_shrink < self.shrink_interval or self.focus_on:
@@ -1914,6 +1926,8 @@ cdef class S2DOState:
         with nogil:
             t0 = _now()
             while True:
+                if self.defer_shrunk and not self.kc.has_room():
+                    self._stop_deferring()
                 if self.focus_on and (self.max_violation <= self.focus_target
                                       or self.max_violation <= self.tol
                                       or self.next_i < 0 or steps >= max_steps):
