@@ -140,7 +140,7 @@ def run_one(spec: dict) -> dict:
 
 
 def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
-             window=contextlib.nullcontext) -> dict:
+             window=contextlib.nullcontext, params: dict | None = None) -> dict:
     """msvm's fit of ``config`` as :meth:`msvm.MultiClassSVC.fit` does it, with the solver's info.
 
     The fit is the estimator's advanced API (``prepare_fit``, the solver,
@@ -149,6 +149,7 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
     all three.  ``n_jobs`` goes to a solver that takes it (S2DO, S2DO with a
     bias); Frank–Wolfe runs on one thread.  ``window()`` is a context manager
     around the timed part (:mod:`benchmarks.profile` samples it alone).
+    ``params`` are further estimator parameters (e.g. ``cache_dtype``).
     """
     from sklearn.exceptions import ConvergenceWarning
 
@@ -156,7 +157,8 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
     from msvm.solvers import get_solver
 
     est = MultiClassSVC(model=config.model, C=config.C, gamma=config.gamma, tol=config.tol,
-                        cache_size=config.cache_size, fit_intercept=config.bias, n_jobs=n_jobs)
+                        cache_size=config.cache_size, fit_intercept=config.bias, n_jobs=n_jobs,
+                        **(params or {}))
     with window(), warnings.catch_warnings():
         start = time.perf_counter()
         setup = est.prepare_fit(X, y)
