@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import statistics
 import sys
 import time
@@ -129,6 +130,13 @@ def plot(rows: list[dict], configs: list[str], settings: list[str | None], path,
             fits = [r["fit_time"] for r in rows if r["config"] == c and r["setting"] == s
                     and "fit_time" in r]
             med[s] = statistics.median(fits) if fits else float("nan")
+        ax.set_title(c, fontsize=9)
+        ax.set_yticks(range(len(settings)), labels, fontsize=8)
+        ax.set_ylim(len(settings) - 0.5, -0.5)   # the first setting on top
+        if math.isnan(med[None]):
+            ax.text(0.5, 0.5, "no fit with its own settings", ha="center",
+                    transform=ax.transAxes)
+            continue
         ratios = [med[s] / med[None] for s in settings]
         ax.barh(range(len(settings)), [r - 1 for r in ratios], left=1.0,
                 color=["tab:green" if r < 1 else "tab:red" for r in ratios])
@@ -136,11 +144,9 @@ def plot(rows: list[dict], configs: list[str], settings: list[str | None], path,
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        shown = [r for r in ratios if not math.isnan(r)] + [1.0]
         ax.set_xticks([t for t in (0.25, 0.5, 1, 2, 4, 8)
-                       if min(ratios + [1]) / 1.5 <= t <= max(ratios + [1]) * 1.5])
-        ax.set_yticks(range(len(settings)), labels, fontsize=8)
-        ax.invert_yaxis()
-        ax.set_title(c, fontsize=9)
+                       if min(shown) / 1.5 <= t <= max(shown) * 1.5])
         ax.set_xlabel("fit time / own settings (log)")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
