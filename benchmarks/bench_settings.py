@@ -2,7 +2,8 @@
 
 For each configuration (:mod:`benchmarks.configs`) msvm is fitted with the
 configuration's own settings and then with each ``--set key=value`` changed
-alone: ``cache_size`` (MB; the estimator's default is 200), ``n_jobs``,
+alone (or, as ``key=value,key=value``, together): ``cache_size`` (MB; the
+estimator's default is 200), ``n_jobs``,
 ``cache_dtype``, ``fit_intercept``, ``C``, ``gamma`` (a number, or
 ``x<factor>``: that multiple of the configuration's numeric γ), ``model``,
 ``solver``, ``tol`` or any other estimator parameter.  No peers: the ratio
@@ -52,15 +53,19 @@ CSV_FIELDS = ["config", "setting", "round", "fit_time", "passes", "steps",
               "kernel_evaluations", "test_error", "n_sv", "peak_rss_mb", "threads", "status"]
 
 
-def parse_setting(text: str) -> tuple[str, object]:
-    """``key=value`` -> (key, value): a Python literal if it reads as one, else the text."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ValueError(f"a setting is key=value, got {text!r}")
-    try:
-        return key, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return key, value
+def parse_setting(text: str) -> list[tuple[str, object]]:
+    """``key=value[,key=value...]`` -> [(key, value), ...] (changed together): each value
+    a Python literal if it reads as one, else the text."""
+    changes = []
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ValueError(f"a setting is key=value[,key=value...], got {text!r}")
+        try:
+            changes.append((key, ast.literal_eval(value)))
+        except (ValueError, SyntaxError):
+            changes.append((key, value))
+    return changes
 
 
 def run_one(spec: dict) -> dict:
@@ -70,8 +75,7 @@ def run_one(spec: dict) -> dict:
     config = CONFIGS[spec["config"]]
     X, y, X_test, y_test = load(config.dataset, config.n_train)
     n_jobs, params = spec["n_jobs"], {}
-    if spec["setting"] is not None:
-        key, value = parse_setting(spec["setting"])
+    for key, value in parse_setting(spec["setting"]) if spec["setting"] is not None else []:
         if key == "gamma" and isinstance(value, str) and value.startswith("x"):
             value = float(value[1:]) * gamma_of(config, X)
         if key == "n_jobs":
