@@ -30,10 +30,10 @@ import argparse
 import ast
 import json
 import math
-import statistics
 import sys
 import time
 
+from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write
@@ -70,8 +70,6 @@ def parse_setting(text: str) -> list[tuple[str, object]]:
 
 def run_one(spec: dict) -> dict:
     """Fit ``spec['config']`` with ``spec['setting']`` (None: its own) in this process."""
-    from benchmarks.bench_regimes import fit_msvm
-
     config = CONFIGS[spec["config"]]
     X, y, X_test, y_test = load(config.dataset, config.n_train)
     n_jobs, params = spec["n_jobs"], {}
@@ -89,21 +87,32 @@ def run_one(spec: dict) -> dict:
     return row
 
 
+def fits_of(rows: list[dict], config: str, setting: str | None) -> list[dict]:
+    """The runs of ``setting`` on ``config`` that produced a fit."""
+    return [r for r in rows if r["config"] == config and r["setting"] == setting
+            and "fit_time" in r]
+
+
+def median_time(rows: list[dict], config: str, setting: str | None) -> float:
+    """Median fit time of ``setting`` on ``config`` (NaN without a fit)."""
+    t = median_of(fits_of(rows, config, setting), "fit_time")
+    return math.nan if t is None else t
+
+
 def summary(rows: list[dict], configs: list[str], settings: list[str | None]) -> list[str]:
     """One line per (configuration, setting): medians, and the time over the own setting's."""
     lines = [f"{'config':14s} {'setting':22s} {'median s':>9s} {'ratio':>6s} {'passes':>8s} "
              f"{'steps':>9s} {'kernel ev.':>10s} {'err %':>6s} {'nSV':>6s} {'RSS MB':>7s}  status"]
     for c in configs:
-        own = None
+        own = median_time(rows, c, None)
         for s in settings:
-            fits = [r for r in rows if r["config"] == c and r["setting"] == s and "fit_time" in r]
+            fits = fits_of(rows, c, s)
             if not fits:
                 lines.append(f"{c:14s} {s or '(own)':22s} {'-':>9s}  {rows_status(rows, c, s)}")
                 continue
-            t = statistics.median(r["fit_time"] for r in fits)
-            own = t if s is None else own
+            t = median_time(rows, c, s)
             last = fits[-1]
-            ratio = f"{t / own:6.2f}" if own else f"{'-':>6s}"
+            ratio = f"{t / own:6.2f}" if not math.isnan(own) else f"{'-':>6s}"
             passes = last.get("passes")
             lines.append(
                 f"{c:14s} {s or '(own)':22s} {t:9.3f} {ratio} "
@@ -129,11 +138,7 @@ def plot(rows: list[dict], configs: list[str], settings: list[str | None], path,
                              figsize=(4.2 * len(configs), 0.35 * len(settings) + 1.6))
     labels = [s or "(own)" for s in settings]
     for ax, c in zip(axes[0], configs, strict=True):
-        med = {}
-        for s in settings:
-            fits = [r["fit_time"] for r in rows if r["config"] == c and r["setting"] == s
-                    and "fit_time" in r]
-            med[s] = statistics.median(fits) if fits else float("nan")
+        med = {s: median_time(rows, c, s) for s in settings}
         ax.set_title(c, fontsize=9)
         ax.set_yticks(range(len(settings)), labels, fontsize=8)
         ax.set_ylim(len(settings) - 0.5, -0.5)   # the first setting on top

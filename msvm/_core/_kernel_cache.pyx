@@ -521,8 +521,8 @@ cdef class KernelCache:
 
     cdef bint has_room(self) noexcept nogil:
         """Whether no row has been evicted yet and none will be for the next request:
-        room for every row, or a never-used slot left."""
-        return self._precomputed or self.capacity >= self.n_samples or self._n_used < self.capacity
+        room for every row (a precomputed matrix has), or a never-used slot left."""
+        return self.capacity >= self.n_samples or self._n_used < self.capacity
 
     cdef bint can_prefetch(self) noexcept nogil:
         return self._prefetch_room() > 1 and self._blockwise()

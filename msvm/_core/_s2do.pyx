@@ -1985,9 +1985,8 @@ cdef class S2DOState:
         self.n_threads = n_threads
         self.cur_threads = n_threads
         self.kc.n_threads = n_threads
-        self.tune_phase = 0
+        self.tune_phase = 2    # all threads for TUNE_COMMIT iterations, then the timings
         self.tune_count = 0
-        self.tune_t0 = -1.0
         self.tune_losses = 0
 
     def retarget(self, gamma):
@@ -2077,12 +2076,6 @@ cdef class S2DOState:
         if self.cur_threads > 1:
             self.n_parallel_iter += 1
         self.tune_count += 1
-        if self.tune_t0 < 0:   # first call: all threads until the first timing
-            self.tune_phase = 2
-            self.tune_count = 0
-            self.tune_t0 = 0.0
-            self.cur_threads = self.n_threads
-            return
         if self.tune_phase == 2:
             if self.tune_count >= TUNE_COMMIT << self.tune_losses:
                 self.tune_phase = 0
