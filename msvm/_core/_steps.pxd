@@ -176,9 +176,11 @@ cdef inline double _block_fraction() noexcept nogil:
 # A cold visit saves roughly half an incremental refresh; an example that turns
 # hot again costs a rescan of its P slots.  ``_lazy_tick`` weighs the two every
 # LAZY_WINDOW steps; when the rescans cost more, cold visits are switched off
-# for LAZY_OFF steps (doubled after each further loss, up to 64×).
+# for LAZY_OFF steps (doubled after each further loss, up to 64×).  The window
+# is short because the first one decides the start: at α = 0 every example is
+# in the passes, and while cold visits are on the focus (S2DO) stays out.
 cdef enum:
-    LAZY_WINDOW = 256
+    LAZY_WINDOW = 32
     LAZY_OFF = 2048
 
 cdef struct LazyControl:
