@@ -222,6 +222,32 @@ def test_focus_parks_and_catches_up(model):
     assert abs(results[1] - results[0]) <= 1e-6 * abs(results[0]), results
 
 
+@pytest.mark.parametrize("model", ["ww", "cs"])
+def test_the_lazy_control_hands_over_to_the_focus_within_the_first_passes(model):
+    """Where cold visits do not pay (digits at gamma='scale', mean kernel value
+    0.37), the lazy control tries them for one short window of steps, pauses
+    them and the focus starts: within the first 64 passes, not after hundreds of
+    passes over every example (a focus runs only while cold visits are paused)."""
+    from sklearn.datasets import load_digits
+
+    from msvm._core._s2do import S2DOState
+    from msvm.solvers._common import machine_tables
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    problem = make_problem(model, X, y, C=5.0, gamma=1.0 / (X.shape[1] * X.var()))
+    tables = machine_tables(problem.machine)
+    state = S2DOState(problem.kernel.cache(100), problem.y, problem.zeros(),
+                      C=problem.capacity, shift=problem.kernel_shift, tol=1e-3,
+                      centred=problem.machine.sum_to_zero, shrinking=True, fast=tables.fast,
+                      **tables.shared())
+    state.run(64, 1e9)
+    cold = state.n_cold
+    assert cold > 0 and state.n_focus > 0, (cold, state.n_focus)
+    state.run(64, 1e9)
+    assert state.n_cold == cold   # paused: every visit since was exact
+
+
 @pytest.mark.parametrize("model", ["llw", "cs"])
 def test_block_steps_save_passes(model):
     """Block steps: several 2-D steps per pass over the examples, fewer passes in all,
