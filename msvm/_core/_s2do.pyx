@@ -118,8 +118,9 @@ violation reaches the threshold, ``_find_max`` makes the leading bounds exact,
 so the first variable and the stopping test stay exact.  The payoff depends
 on the kernel: on usps most visits are cold (same iterations, about half the
 time), while on letter (16 features, large kernel values) the bounds grow
-too fast and the rescans cost more than the cold visits save; ``_lazy_control`` weighs the two every LAZY_WINDOW steps and
-pauses the cold path while it loses.
+too fast and the rescans cost more than the cold visits save;
+``_lazy_control`` weighs the two every LAZY_WINDOW_S2DO (32) steps and
+pauses the cold path while it loses (a short window: the focus waits for it).
 
 Threads.  Both passes run over fixed chunks of CHUNK examples (or positions
 of the working set), shared among ``n_threads`` OpenMP threads (each chunk
@@ -209,6 +210,7 @@ from msvm._core._kernel_cache cimport PREFETCH_MAX, KernelCache, SCRATCH_ROWS
 from msvm._core._steps cimport (
     LazyControl,
     BLOCK_STEPS,
+    LAZY_WINDOW_S2DO,
     _block_fraction,
     _cold_below,
     _extremes,
@@ -677,7 +679,7 @@ cdef class S2DOState:
             self.u_val = fast["u_val"]
             self.kappa = fast["kappa"]
         self.cold_below = -1.0
-        _lazy_enable(&self.lazy, True)
+        _lazy_enable(&self.lazy, True, LAZY_WINDOW_S2DO)
         if self.fast:
             self.actmask = (np.asarray(active, dtype=np.uint64)
                             << np.arange(self.P, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
@@ -2049,7 +2051,7 @@ cdef class S2DOState:
 
     @lazy_enabled.setter
     def lazy_enabled(self, bint value):
-        _lazy_enable(&self.lazy, value)
+        _lazy_enable(&self.lazy, value, LAZY_WINDOW_S2DO)
 
     cdef void _tune(self) noexcept nogil:
         """Use threads only while they pay.

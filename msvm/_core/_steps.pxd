@@ -174,13 +174,15 @@ cdef inline double _block_fraction() noexcept nogil:
 # the most the step can have moved it) while that bound stays below
 # LAZY_FRACTION of the leader's violation, and its extremes wait for a rescan.
 # A cold visit saves roughly half an incremental refresh; an example that turns
-# hot again costs a rescan of its P slots.  ``_lazy_tick`` weighs the two every
-# LAZY_WINDOW steps; when the rescans cost more, cold visits are switched off
-# for LAZY_OFF steps (doubled after each further loss, up to 64×).  The window
-# is short because the first one decides the start: at α = 0 every example is
-# in the passes, and while cold visits are on the focus (S2DO) stays out.
+# hot again costs a rescan of its P slots.  ``_lazy_tick`` weighs the two over
+# every window of steps; when the rescans cost more, cold visits are switched
+# off for LAZY_OFF steps (doubled after each further loss, up to 64×).  S2DO's
+# window is short (LAZY_WINDOW_S2DO) because its first one decides the start:
+# at α = 0 every example is in the passes, and while cold visits are on the
+# focus stays out.  The online solver, which has no focus, keeps LAZY_WINDOW.
 cdef enum:
-    LAZY_WINDOW = 32
+    LAZY_WINDOW = 256
+    LAZY_WINDOW_S2DO = 32
     LAZY_OFF = 2048
 
 cdef struct LazyControl:
@@ -188,11 +190,13 @@ cdef struct LazyControl:
     bint enabled      # allowed at all (the solver's ``lazy`` option)
     bint on           # allowed now
     int backoff
+    int window        # steps per decision
     long long count, win_cold, win_rescan
 
 
-cdef inline void _lazy_enable(LazyControl* c, bint value) noexcept nogil:
+cdef inline void _lazy_enable(LazyControl* c, bint value, int window) noexcept nogil:
     c.fraction = 0.97   # LAZY_FRACTION (a .pxd cannot initialise a module constant)
+    c.window = window
     c.enabled = value
     c.on = value
     c.backoff = 0
@@ -220,7 +224,7 @@ cdef inline void _lazy_tick(LazyControl* c, long long cold, long long rescans,
     c.win_cold += cold
     c.win_rescan += rescans
     c.count += 1
-    if c.count < LAZY_WINDOW:
+    if c.count < c.window:
         return
     if 2 * c.win_cold < c.win_rescan * P:
         c.on = False
