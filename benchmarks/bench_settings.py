@@ -110,7 +110,7 @@ def summary(rows: list[dict], configs: list[str], settings: list[str | None]) ->
             if not fits:
                 lines.append(f"{c:14s} {s or '(own)':22s} {'-':>9s}  {rows_status(rows, c, s)}")
                 continue
-            t = median_time(rows, c, s)
+            t = median_of(fits, "fit_time")
             last = fits[-1]
             ratio = f"{t / own:6.2f}" if not math.isnan(own) else f"{'-':>6s}"
             passes = last.get("passes")

@@ -139,7 +139,7 @@ from msvm._core._kernel_cache cimport BY_INDEX, BY_SLOT, SlotRowCache
 from msvm._core._steps cimport (
     LazyControl,
     BLOCK_STEPS,
-    LAZY_WINDOW,
+    LAZY_WINDOW_ONLINE,
     _block_fraction,
     _cold_below,
     _extremes,
@@ -546,7 +546,7 @@ cdef class OnlineState:
             self.nzval[k] = nzval_a[k]
         self.fast = fast is not None
         self.block_steps = self.fast
-        _lazy_enable(&self.lazy, self.fast, LAZY_WINDOW)
+        _lazy_enable(&self.lazy, self.fast, LAZY_WINDOW_ONLINE)
         if self.fast:
             if self.P != self.Q:
                 raise ValueError("The fast path needs one slot per class.")
@@ -1994,7 +1994,7 @@ cdef class OnlineState:
 
     @lazy_enabled.setter
     def lazy_enabled(self, bint value):
-        _lazy_enable(&self.lazy, value and self.fast, LAZY_WINDOW)
+        _lazy_enable(&self.lazy, value and self.fast, LAZY_WINDOW_ONLINE)
 
     def stats(self):
         """Counters of the run (plain Python numbers)."""

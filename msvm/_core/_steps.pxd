@@ -179,9 +179,10 @@ cdef inline double _block_fraction() noexcept nogil:
 # off for LAZY_OFF steps (doubled after each further loss, up to 64×).  S2DO's
 # window is short (LAZY_WINDOW_S2DO) because its first one decides the start:
 # at α = 0 every example is in the passes, and while cold visits are on the
-# focus stays out.  The online solver, which has no focus, keeps LAZY_WINDOW.
+# focus stays out.  The online solver, which has no focus, keeps the 256 steps
+# the control had before (LAZY_WINDOW_ONLINE).
 cdef enum:
-    LAZY_WINDOW = 256
+    LAZY_WINDOW_ONLINE = 256
     LAZY_WINDOW_S2DO = 32
     LAZY_OFF = 2048
 
