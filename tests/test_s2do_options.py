@@ -403,3 +403,62 @@ def test_rows_from_sparse_blocks_reach_the_optimum(model, csr_input):
     assert solution.n_kernel_evaluations > 120 * 120   # rows evicted and computed again
     assert found.kkt_violation <= TOL * (1 + 1e-6)
     assert _rel(found.dual_objective, reference) <= limits["dual_rel_diff"]
+
+
+def _degenerate_llw():
+    """LLW with a linear kernel on 60 points in 8 dimensions, 4 classes: the Gram matrix
+    has rank 8, and at the optimum the free variables' Hessian is singular, where
+    coordinate steps crawl (validation row blobs-q5-d20/llw/linear)."""
+    rng = np.random.default_rng(3)
+    y = np.arange(60) % 4
+    centres = rng.normal(size=(4, 8))
+    X = 3.0 * centres[y] / np.linalg.norm(centres, axis=1).max() + rng.normal(size=(60, 8))
+    return make_problem("llw", X, y, kernel="linear", C=10.0)
+
+
+def test_the_active_set_finish_solves_a_degenerate_problem():
+    """Without the finish S2DO needs many times the passes after which the finish takes
+    over; with it, the loop's own test certifies the finish's answer at once, and the
+    answer is the reference optimum within the derived limits."""
+    from validation.registry import derived_limits
+
+    problem = _degenerate_llw()
+    n = int(problem.active.sum())
+    trigger = s2do.FINISH_AFTER * n
+    reference = diagnose(problem, get_solver("cvxpy").solve(problem)).dual_objective
+    plain = s2do.solve(problem, tol=TOL, finish=False)
+    assert plain.status == "optimal" and plain.n_iter > 5 * trigger
+    solution = s2do.solve(problem, tol=TOL)
+    assert solution.status == "optimal"
+    assert solution.info["finish_time"] > 0
+    assert solution.n_iter <= trigger + 10   # the loop took at most a few passes after it
+    found = diagnose(problem, solution)
+    limits = derived_limits(problem, solution.alpha, TOL, reference, 1.0)
+    assert found.kkt_violation <= TOL * (1 + 1e-6)
+    assert _rel(found.dual_objective, reference) <= limits["dual_rel_diff"]
+
+
+def test_box_active_set_descends_to_the_optimum_from_any_feasible_point():
+    """From α = 0 and from a random feasible point the method reaches its optimum: the
+    objective never rises above the start's, and the end point is an ε-KKT point of the
+    box QP (gradient ≥ −ε at 0, ≤ ε at the upper bound, |·| ≤ ε in between)."""
+    from msvm.solvers import _qp
+
+    problem = _degenerate_llw()
+    qp = _qp.build(problem, factor=False)
+    H, t, upper = qp.hessian(), qp.targets, qp.cap[qp.group]
+
+    def J(v):
+        return 0.5 * v @ H @ v - t @ v
+
+    rng = np.random.default_rng(0)
+    for start in (np.zeros(qp.n), rng.uniform(0, upper)):
+        x, optimal = _qp.box_active_set(H, t, upper, start, tol=1e-9,
+                                        deadline=time.perf_counter() + 60, max_iter=10_000)
+        assert optimal
+        assert np.all((x >= 0) & (x <= upper))
+        assert J(x) <= J(start)
+        g = H @ x - t
+        inside = (x > 0) & (x < upper)
+        assert np.all(g[x == 0] >= -1e-9) and np.all(g[x == upper] <= 1e-9)
+        assert np.abs(g[inside]).max(initial=0.0) <= 1e-9

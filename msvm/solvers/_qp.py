@@ -37,7 +37,7 @@ class ExplicitQP:
 
     W: sp.csr_matrix  # (m·R, n) vec(β̄ V) = W α, block r holds rows r·m .. (r+1)·m
     K: np.ndarray  # (m, m) Gram matrix (without the shift)
-    L: np.ndarray  # (m, k) factor, K ≈ L Lᵀ
+    L: np.ndarray | None  # (m, k) factor, K ≈ L Lᵀ (None: not computed)
     shift: np.ndarray  # (m,) k' = k + shift_i δ_ij (M-SVM²: 1/(2C w_i); else zeros)
     targets: np.ndarray  # (n,)
     S: sp.csr_matrix  # (n_groups, n) slack-group membership (empty for squared loss)
@@ -110,8 +110,8 @@ def class_basis(problem: DualProblem) -> np.ndarray:
     return np.eye(Q)
 
 
-def build(problem: DualProblem) -> ExplicitQP:
-    """Assemble the explicit QP of ``problem``."""
+def build(problem: DualProblem, factor: bool = True) -> ExplicitQP:
+    """Assemble the explicit QP of ``problem`` (without the factor L unless ``factor``)."""
     K = problem.kernel.gram()
     m = problem.n_samples
     V = class_basis(problem)
@@ -138,7 +138,7 @@ def build(problem: DualProblem) -> ExplicitQP:
         E = problem.equality_matrix().reshape(-1, problem.n_samples, problem.n_slots)[:, ii, pp]
     else:
         E = np.zeros((0, n))
-    return ExplicitQP(W=W, K=K, L=kernel_factor(K), shift=problem.kernel_shift,
+    return ExplicitQP(W=W, K=K, L=kernel_factor(K) if factor else None, shift=problem.kernel_shift,
                       targets=problem.targets[ii, pp], S=S, cap=cap, group=group, E=E, ii=ii,
                       pp=pp,
                       n_kernel_evaluations=K.size)
@@ -288,3 +288,81 @@ def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
     x = np.zeros(qp.n)
     x[free] = sol[:nf]
     return x, sol[nf:]
+
+
+
+def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarray, *,
+                   tol: float, deadline: float, max_iter: int) -> tuple[np.ndarray, bool]:
+    """Minimise ½xᵀHx − tᵀx over 0 ≤ x ≤ upper by the primal active-set method, from x.
+
+    ``x`` must be feasible; every iterate is, and none raises the objective.  Each
+    iteration takes the face of the box the iterate lies on (the variables
+    strictly inside move, the others stay at their bounds), solves it by one
+    dense solve, and searches exactly along the step towards that face's
+    minimiser, as far as the box allows: variables that block join their bound.
+    At a face minimiser every bound variable whose gradient points into the box
+    is released.  Where coordinate steps crawl (a singular or badly conditioned
+    face: a low-rank kernel, LLW's many free variables) this ends in a few dense
+    solves.
+
+    A face counts as solved, and a bound variable as violating, beyond ``tol``
+    in gradient units (below it, round-off would make the method release and
+    block the same variables in turn).  Returns ``(x, optimal)``, ``optimal``
+    by the method's own test (no variable to release at a face minimiser); the
+    caller's stopping rule decides.  Stops early after ``max_iter`` iterations
+    or once ``time.perf_counter()`` passes ``deadline``.
+    """
+    import time
+
+    x = np.minimum(np.maximum(np.array(x, dtype=float), 0.0), upper)
+    lower, at_upper = x <= 0.0, x >= upper
+    for _ in range(max_iter):
+        if time.perf_counter() > deadline:
+            return x, False
+        g = H @ x - t
+        idx = np.flatnonzero(~(lower | at_upper))
+        gf = g[idx]
+        if idx.size and np.abs(gf).max() > tol:
+            H_ff = H[np.ix_(idx, idx)]
+            d = _face_step(H_ff, -gf)
+            slope = float(gf @ d)
+            if not slope < 0:   # an inaccurate solve: the steepest descent on the face
+                d, slope = -gf, -float(gf @ gf)
+            curvature = float(d @ H_ff @ d)
+            xf, uf = x[idx], upper[idx]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                room = np.where(d < 0, xf / -d, np.where(d > 0, (uf - xf) / d, np.inf))
+            limit = float(room.min())
+            step = min(limit, -slope / curvature if curvature > 0 else np.inf)
+            if not np.isfinite(step):
+                return x, False     # unbounded along d: cannot happen on a convex dual
+            x[idx] = np.minimum(np.maximum(xf + step * d, 0.0), uf)
+            if step >= limit:       # blocked: those variables join their bound
+                hit = room <= limit
+                down, up = idx[hit & (d < 0)], idx[hit & (d > 0)]
+                x[down], lower[down] = 0.0, True
+                x[up], at_upper[up] = upper[up], True
+            continue
+        release_low, release_up = lower & (g < -tol), at_upper & (g > tol)
+        if not (release_low.any() or release_up.any()):
+            return x, True
+        lower &= ~release_low
+        at_upper &= ~release_up
+    return x, False
+
+
+def _face_step(H_ff: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """d with H_ff d = rhs: Cholesky, or on a singular face the solve regularised by
+    a round-off-sized δI with iterative refinement (as :func:`_solve_on_active_set`)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H_ff, check_finite=False),
+                                          rhs, check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+        delta = 1e-12 * max(1.0, float(np.abs(np.diagonal(H_ff)).max(initial=0.0)))
+        factor = scipy.linalg.lu_factor(H_ff + delta * np.eye(len(rhs)), check_finite=False)
+        d = np.zeros_like(rhs)
+        for _ in range(3):
+            d += scipy.linalg.lu_solve(factor, rhs - H_ff @ d, check_finite=False)
+        return d

@@ -59,9 +59,47 @@ OPTIONS = frozenset({"tol", "max_iter", "warm_start", "cache_size", "cache_dtype
 STOPPING_RULE = "kkt_violation"
 #: The switches of :func:`solve` that only make the loop faster (all False: Algorithm 3).
 ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch",
-                 "slot_partner")
+                 "slot_partner", "finish")
+#: The active-set finish (``finish``) takes problems of at most this many variables (its
+#: dense Hessian: 32 MB) ...
+FINISH_MAX_VARIABLES = 2000
+#: ... once the loop has made this many passes per variable without converging.
+FINISH_AFTER = 50
 #: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
 BLAS_THREADS = True
+
+
+#: The compiled loop's counters reported in a solution's info (summed over the states of
+#: one solve).
+_COUNTERS = ("n_iter", "n_steps", "n_unshrink", "n_focus", "n_parallel_iter", "n_cold",
+             "n_rescan")
+#: The finish may take as long as the loop before it, and at least this many seconds.
+FINISH_MIN_SECONDS = 2.0
+#: The finish's own tolerance, a fraction of the loop's (whose test then certifies).
+FINISH_TOL = 0.1
+
+
+def _finish_applies(problem: DualProblem) -> bool:
+    """Whether the active-set finish takes ``problem``: a box (every slack group one
+    variable, or the squared loss's α ≥ 0) of at most FINISH_MAX_VARIABLES variables."""
+    box = problem.machine.loss != "hinge" or int(problem.machine.slack_group_sizes.max()) <= 1
+    return box and int(problem.active.sum()) <= FINISH_MAX_VARIABLES
+
+
+def _finish(problem: DualProblem, alpha: np.ndarray, tol: float,
+            deadline: float) -> tuple[bool, int]:
+    """The active-set finish (see :func:`solve`): α replaced in place by its answer if
+    it reached its optimum, else left as it was; (reached, kernel evaluations)."""
+    from msvm.solvers import _qp
+
+    qp = _qp.build(problem, factor=False)
+    upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
+    x, optimal = _qp.box_active_set(
+        qp.hessian(), qp.targets, upper, alpha[qp.ii, qp.pp], tol=FINISH_TOL * tol,
+        deadline=deadline, max_iter=10 * qp.n + 100)
+    if optimal:
+        alpha[qp.ii, qp.pp] = x
+    return optimal, qp.n_kernel_evaluations
 
 
 def check_block_size(block_size) -> None:
@@ -95,7 +133,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_dtype: str = "float64", trace: float | None = None,
           tune_threads: bool = True, lazy: bool = True, block_steps: bool = True,
           block_size: int = 8, focus: bool = True, prefetch: bool = True,
-          slot_partner: bool = True, test_set=None, certify: bool = False) -> DualSolution:
+          slot_partner: bool = True, finish: bool = True, test_set=None,
+          certify: bool = False) -> DualSolution:
     """Solve the bias-free dual with S2DO.
 
     Parameters
@@ -185,6 +224,18 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         also reads, in every example, the variable of the first variable's slot,
         the one the first is coupled to most strongly (M = δ − 1/Q), besides the
         example's most violating variable (default).  Other machines ignore it.
+    finish : bool
+        Small problems whose slack groups each hold one variable (WW, LLW, the
+        M-SVM² and the other elementwise machines; at most
+        :data:`FINISH_MAX_VARIABLES` variables): when the loop has not converged
+        after :data:`FINISH_AFTER` passes per variable, minimise the dual over
+        its box by the primal active-set method started from the loop's point
+        (:func:`msvm.solvers._qp.box_active_set`: one dense solve per face,
+        the objective never rises), then go on with the loop from its answer,
+        whose exact stopping test certifies it (usually without a further
+        step).  Coordinate steps crawl where the free variables' Hessian is
+        singular or badly conditioned (a linear kernel of low rank, LLW); the
+        finish does not (default).  ``info["finish_time"]`` is its time.
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
@@ -225,13 +276,29 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     threads = n_threads(n_jobs)
     cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
     tables = machine_tables(problem.machine, fast=fast)
-    with limit_blas_threads(blas_threads):  # the constructor computes the rows of a warm start
+
+    def new_state():
+        """The compiled loop's state from α (the rows of its non-zero examples computed)."""
+        with limit_blas_threads(blas_threads):
+            state = S2DOState(
+                cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
+                tol=tol, centred=tables.centred, shrinking=bool(shrinking), fast=tables.fast,
+                n_threads=threads, **tables.shared(),
+            )
+        configure(state, complete_at=complete_at, tune_threads=tune_threads, lazy=lazy,
+                  block_steps=block_steps, block_size=block_size, focus=focus,
+                  prefetch=prefetch, slot_partner=slot_partner)
+        return state
+
+    with limit_blas_threads(blas_threads):
         complete_at = fill_gram(cache, threads, prefetch, watch=tune_threads)
-        state = S2DOState(
-            cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift, tol=tol,
-            centred=tables.centred,
-            shrinking=bool(shrinking), fast=tables.fast, n_threads=threads, **tables.shared(),
-        )
+    state = new_state()
+    # Counters of the states an active-set finish replaced (see `finish`).
+    earlier = dict.fromkeys(_COUNTERS, 0)
+    finish_at = None
+    if finish and _finish_applies(problem):
+        finish_at = FINISH_AFTER * int(problem.active.sum())
+    finish_time, finish_kernel = 0.0, 0
     points = []
 
     def model():
@@ -243,35 +310,57 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     def record():
         elapsed = clock()
         dual = -state.objective()
-        points.append((elapsed, dual, state.max_violation, int(state.n_iter)))
-        curve.record(elapsed, cache.n_kernel_evaluations, dual, state.n_iter, model=model,
+        points.append((elapsed, dual, state.max_violation, used()))
+        curve.record(elapsed, cache.n_kernel_evaluations + finish_kernel, dual, used(),
+                     model=model,
                      max_violation=float(state.max_violation))
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     progress = SolverProgress("s2do", tol, enabled=verbose)
-    configure(state, complete_at=complete_at, tune_threads=tune_threads, lazy=lazy,
-              block_steps=block_steps, block_size=block_size, focus=focus, prefetch=prefetch,
-              slot_partner=slot_partner)
-    n_start = state.n_iter
+    watch = ContentionWatch(threads if tune_threads else 1, lambda n: state.set_threads(n),
+                            slice_)
 
-    watch = ContentionWatch(threads if tune_threads else 1, state.set_threads, slice_)
+    def count(name: str) -> int:
+        """A counter of the loop, over every state it ran on."""
+        return int(earlier[name] + getattr(state, name))
+
+    def used() -> int:
+        return count("n_iter")
 
     def run() -> int:
+        steps = budget - used()
+        if finish_at is not None:
+            steps = min(steps, finish_at - used())
         with limit_blas_threads(blas_threads):
-            return state.run(max(budget - (state.n_iter - n_start), 0), watch.slice_length)
+            return state.run(max(steps, 0), watch.slice_length)
 
     def after(code: int) -> None:
         watch.after_slice()
         if trace is not None:
             record()
         if progress.due(final=code != TIME_UP):
-            progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+            progress.report(used(), state.max_violation, dual=-state.objective(),
                             hits=cache.n_hits, misses=cache.n_misses, final=code != TIME_UP,
                             extra=f"active {state.n_work}/{problem.n_samples}")
 
     if trace is not None:
         record()
     code = drive(run, after, StallWatch(state.objective))
+    if code == BUDGET and finish_at is not None and used() < budget:
+        # The loop's point goes to the finish, and the loop goes on from its answer.
+        state.settle()
+        tic = time.perf_counter()
+        finished, finish_kernel = _finish(problem, alpha, tol,
+                                          deadline=tic + max(clock(), FINISH_MIN_SECONDS))
+        finish_time = time.perf_counter() - tic
+        finish_at = None
+        if finished:    # a new state on the finish's α; else the loop goes on as it was
+            for name in _COUNTERS:
+                earlier[name] += getattr(state, name)
+            state = new_state()
+            if watch.serial:
+                state.set_threads(1)
+        code = drive(run, after, StallWatch(state.objective))
     state.settle()
     progress.close()
     if code in (BUDGET, STALLED):
@@ -288,28 +377,29 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         alpha=alpha,
         b=np.zeros(problem.n_classes),
         status=STATUS[code],
-        n_iter=int(state.n_iter),
+        n_iter=used(),
         time=elapsed,
-        n_kernel_evaluations=int(cache.n_kernel_evaluations),
+        n_kernel_evaluations=int(cache.n_kernel_evaluations) + finish_kernel,
         solver="s2do",
         scores=state.scores(),
         certified_scores=certified,
         info={
             "max_violation": float(state.max_violation),
-            "n_steps": int(state.n_steps),
-            "n_unshrink": int(state.n_unshrink),
-            "n_focus": int(state.n_focus),
+            "n_steps": count("n_steps"),
+            "n_unshrink": count("n_unshrink"),
+            "n_focus": count("n_focus"),
             "n_threads": threads,
-            "n_parallel_iter": int(state.n_parallel_iter),
+            "n_parallel_iter": count("n_parallel_iter"),
             "n_serial_switches": watch.n_serial,
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
             "cache_prefetched": int(cache.n_prefetched),
             "cache_prefetch_unused": int(cache.n_prefetch_unused),
-            "cold_visits": int(state.n_cold),
-            "cold_rescans": int(state.n_rescan),
+            "cold_visits": count("n_cold"),
+            "cold_rescans": count("n_rescan"),
             "cache_rows": int(cache.capacity),
             "certify_time": certify_time,
+            "finish_time": finish_time,
             **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
                if trace is not None else {}),
         },
