@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.datasets import make_blobs
 
 from msvm.kernels import Kernel
@@ -45,3 +46,15 @@ def generated_cases(n: int = 10):
         C = (0.1, 1.0, 10.0)[seed % 3]
         cases.append((f"blobs{seed}-Q{Q}-m{m}-C{C}", X, y, C))
     return cases
+
+
+def degenerate_llw():
+    """LLW with a linear kernel on 60 points in 8 dimensions, 4 classes: the Gram matrix
+    has rank 8, so the dual's Hessian (180 variables) has rank at most 24, where
+    coordinate steps crawl (as on validation row blobs-q5-d20/llw/linear)."""
+    rng = np.random.default_rng(3)
+    y = np.arange(60) % 4
+    centres = rng.normal(size=(4, 8))
+    X = 3.0 * centres[y] / np.linalg.norm(centres, axis=1).max() + rng.normal(size=(60, 8))
+    return make_problem("llw", X, y, kernel="linear", C=10.0)
+

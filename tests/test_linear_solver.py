@@ -24,7 +24,7 @@ from msvm.problem import DualProblem
 from msvm.solvers import get_solver
 from validation.problems import get_problem
 
-from problem_factory import blobs, make_problem
+from problem_factory import blobs, degenerate_llw, make_problem
 
 
 def _data(row):
@@ -86,12 +86,18 @@ def test_dense_and_csr_same_answer(model):
     X, y = blobs(4, 4, 120, spread=2.0)
     X = np.c_[X, rng.normal(size=(120, 6))]
     X[rng.random(X.shape) < 0.5] = 0.0          # a sparse-looking dense matrix
-    a = linear.solve(_problem(model, X, y, 1.0), tol=TOL, random_state=3)
-    b = linear.solve(_problem(model, sp.csr_matrix(X), y, 1.0), tol=TOL, random_state=3)
+    dense, csr = _problem(model, X, y, 1.0), _problem(model, sp.csr_matrix(X), y, 1.0)
+    a = linear.solve(dense, tol=TOL, random_state=3, finish=False)
+    b = linear.solve(csr, tol=TOL, random_state=3, finish=False)
     # Same visiting order and the same arithmetic on the non-zeros: the same iterates.
     assert a.n_iter == b.n_iter
     np.testing.assert_allclose(a.alpha, b.alpha, rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.info["coef"], b.info["coef"], rtol=0, atol=1e-12)
+    # The active-set finish's dense solves see the Gram matrix of each input, equal
+    # within round-off: answers within round-off times the solves' condition.
+    a = linear.solve(dense, tol=TOL, random_state=3)
+    b = linear.solve(csr, tol=TOL, random_state=3)
+    np.testing.assert_allclose(a.alpha, b.alpha, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
@@ -233,3 +239,27 @@ def test_diagonal_blocks_without_full_table():
         Q, P = machine.n_classes, machine.n_slots
         blocks = full.M.reshape(Q, P, Q, P)[np.arange(Q), :, np.arange(Q), :]
         np.testing.assert_allclose(lean.diagonal_blocks(), blocks, rtol=0, atol=1e-15)
+
+
+def test_the_active_set_finish_solves_a_degenerate_problem():
+    """As S2DO's (tests/test_s2do_options.py): without the finish the passes are more
+    than twice those after which it takes over; with it, the loop certifies the finish's
+    answer within a few passes, at the reference optimum within the derived limits."""
+    from msvm.solvers import _qp
+    from validation.registry import derived_limits
+
+    linear = _linear()
+    problem = degenerate_llw()
+    trigger = _qp.finish_after(problem, linear.FINISH_AFTER)
+    reference = diagnose(problem, get_solver("cvxpy").solve(problem)).dual_objective
+    plain = linear.solve(problem, tol=TOL, random_state=0, finish=False)
+    assert plain.status == "optimal" and plain.n_iter > 2 * trigger
+    solution = linear.solve(problem, tol=TOL, random_state=0)
+    assert solution.status == "optimal" and solution.info["finish_time"] > 0
+    assert solution.n_iter <= trigger + 10
+    assert solution.n_kernel_evaluations == problem.n_samples ** 2   # the finish's Gram
+    found = diagnose(problem, solution)
+    limits = derived_limits(problem, solution.alpha, TOL, reference, 1.0)
+    assert found.kkt_violation <= TOL * (1 + 1e-6)
+    assert abs(found.dual_objective - reference) <= limits["dual_rel_diff"] * abs(reference)
+

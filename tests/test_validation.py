@@ -169,3 +169,13 @@ def test_stratified_subsample_keeps_every_class():
     assert len(idx) == 20
     assert set(y[idx]) == {0, 1, 2, 3}
     np.testing.assert_array_equal(idx, _stratified_subsample(y, 20, seed=0))
+
+
+def test_s2do_plain_turns_every_acceleration_off():
+    """The entry that runs seed 004's Algorithm 3 as written must switch off every
+    acceleration S2DO has, including ones added after it was written."""
+    from msvm.solvers import s2do
+
+    options = registry.get_entry("s2do_plain").options
+    assert {name: options.get(name) for name in s2do.ACCELERATIONS} == \
+        dict.fromkeys(s2do.ACCELERATIONS, False)

@@ -242,7 +242,7 @@ register(SolverEntry(
 register(SolverEntry(
     name="s2do_plain", solver="s2do", reference="cvxpy", bias=False, tol_arg="tol", tol=1e-6,
     options={"shrinking": False, "fast": False, "lazy": False, "focus": False,
-             "block_steps": False, "prefetch": False, "slot_partner": False},
+             "block_steps": False, "prefetch": False, "slot_partner": False, "finish": False},
     thresholds=Thresholds(kkt_eps=1e-6, prediction_tie_tol=1e-5),
 ))
 # The linear solver (issue 24): dual coordinate descent over examples keeping W, linear kernel

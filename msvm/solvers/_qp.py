@@ -30,6 +30,17 @@ from msvm.problem import DualProblem
 # fraction of m (it then has fewer non-zeros than the block-diagonal K').
 LOW_RANK_FRACTION = 0.5
 
+#: The active-set finish of the coordinate solvers (:func:`finish`) takes problems of at
+#: most this many variables (its dense Hessian: 32 MB), ...
+FINISH_MAX_VARIABLES = 2000
+#: ... counts at least this many when it sets the passes before it (:func:`finish_after`:
+#: on a smaller problem its fixed cost, a few ms, is the cost of the whole fit), ...
+FINISH_MIN_VARIABLES = 500
+#: ... may take as long as the solver's loop before it, and at least this many seconds, ...
+FINISH_MIN_SECONDS = 1.0
+#: ... and has its own tolerance, this fraction of the loop's (whose test then certifies).
+FINISH_TOL = 0.1
+
 
 @dataclass
 class ExplicitQP:
@@ -291,6 +302,45 @@ def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
 
 
 
+def finish_after(problem: DualProblem, per_variable: int) -> int | None:
+    """The passes after which a coordinate solver hands ``problem`` to :func:`finish`:
+    ``per_variable`` per variable (at least FINISH_MIN_VARIABLES), or None when the
+    finish does not take it (not a box -- every slack group one variable, or the
+    squared loss's α ≥ 0 -- or more than FINISH_MAX_VARIABLES variables)."""
+    machine = problem.machine
+    n = int(problem.active.sum())
+    if machine.loss == "hinge" and int(machine.slack_group_sizes.max()) > 1:
+        return None
+    return per_variable * max(n, FINISH_MIN_VARIABLES) if n <= FINISH_MAX_VARIABLES else None
+
+
+def finish(problem: DualProblem, alpha: np.ndarray, tol: float,
+           loop_seconds: float) -> tuple[bool, int]:
+    """The active-set finish of a coordinate solver stuck on a badly conditioned problem.
+
+    :func:`box_active_set` on the dense dual from the solver's point ``alpha``
+    (tolerance FINISH_TOL·``tol``, at most ``loop_seconds`` or FINISH_MIN_SECONDS):
+    ``alpha`` is replaced in place by its answer if it reached its optimum, else
+    left as it was, for the solver to go on.  The solver's own stopping test
+    certifies the answer.  Returns (reached, kernel evaluations).
+    """
+    import time
+
+    from threadpoolctl import threadpool_limits
+
+    deadline = time.perf_counter() + max(loop_seconds, FINISH_MIN_SECONDS)
+    qp = build(problem, factor=False)
+    upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
+    # Faces of a few hundred variables: LAPACK's threads only contend (8x slower).
+    with threadpool_limits(limits=1):
+        x, optimal = box_active_set(qp.hessian(), qp.targets, upper, alpha[qp.ii, qp.pp],
+                                    tol=FINISH_TOL * tol, deadline=deadline,
+                                    max_iter=10 * qp.n + 100)
+    if optimal:
+        alpha[qp.ii, qp.pp] = x
+    return optimal, qp.n_kernel_evaluations
+
+
 def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarray, *,
                    tol: float, deadline: float, max_iter: int) -> tuple[np.ndarray, bool]:
     """Minimise ½xᵀHx − tᵀx over 0 ≤ x ≤ upper by the primal active-set method, from x.
@@ -352,17 +402,18 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
 
 
 def _face_step(H_ff: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """d with H_ff d = rhs: Cholesky, or on a singular face the solve regularised by
-    a round-off-sized δI with iterative refinement (as :func:`_solve_on_active_set`)."""
+    """d with H_ff d = rhs for a positive semidefinite H_ff, singular ones included: the
+    Cholesky factor of H_ff + δI, δ of round-off size, with iterative refinement against
+    H_ff (on a singular face a step into its null space that the ratio test stops)."""
+    delta = 1e-12 * max(1.0, float(np.abs(np.diagonal(H_ff)).max(initial=0.0)))
+    regularised = H_ff + delta * np.eye(len(rhs))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H_ff, check_finite=False),
-                                          rhs, check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
-        delta = 1e-12 * max(1.0, float(np.abs(np.diagonal(H_ff)).max(initial=0.0)))
-        factor = scipy.linalg.lu_factor(H_ff + delta * np.eye(len(rhs)), check_finite=False)
-        d = np.zeros_like(rhs)
-        for _ in range(3):
-            d += scipy.linalg.lu_solve(factor, rhs - H_ff @ d, check_finite=False)
-        return d
+        factor = scipy.linalg.cho_factor(regularised, check_finite=False)
+        solve = scipy.linalg.cho_solve
+    except np.linalg.LinAlgError:   # negative round-off eigenvalues below −δ
+        factor = scipy.linalg.lu_factor(regularised, check_finite=False)
+        solve = scipy.linalg.lu_solve
+    d = np.zeros_like(rhs)
+    for _ in range(3):
+        d += solve(factor, rhs - H_ff @ d, check_finite=False)
+    return d

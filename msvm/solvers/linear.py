@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import TIME_SLICE, StallWatch, check_tol
+from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
     DONE,
@@ -59,6 +59,13 @@ OPTIONS = frozenset({"tol", "max_iter", "warm_start", "random_state"})
 STOPPING_RULE = "kkt_violation"
 #: ``solve`` takes no ``blas_threads``: its loop calls no BLAS (see :mod:`msvm.solvers`).
 BLAS_THREADS = False
+#: The active-set finish (``finish``) starts once the loop has made this many passes per
+#: variable without converging (:func:`msvm.solvers._qp.finish_after`).
+FINISH_AFTER = 5
+#: The loop's counters reported in a solution's info (summed over the states of one solve).
+_COUNTERS = ("n_iter", "n_steps", "n_visits", "n_inner", "n_unshrink", "n_slot_shrinks",
+             "n_score_ops", "n_update_ops")
+
 
 def _structure(problem: DualProblem, M: np.ndarray, group_size: np.ndarray):
     """Per class: the subproblem solver (1 exact, 0 iterative), κ_y and ρ_y.
@@ -123,7 +130,7 @@ def coef_from_state(problem: DualProblem, Wt: np.ndarray) -> np.ndarray:
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           shrinking: bool = True, random_state=None, time_slice: float = 0.5,
-          trace: float | None = None) -> DualSolution:
+          trace: float | None = None, finish: bool = True) -> DualSolution:
     """Solve the bias-free dual of a linear-kernel problem by dual coordinate descent.
 
     Parameters
@@ -159,6 +166,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Record ``(seconds, dual objective, largest violation of the last
         pass, passes)`` about every ``trace`` seconds, at the start and at
         the end, in ``info["trace"]`` (each point costs O(d·Q)).
+    finish : bool
+        As S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`): on a small box
+        problem not converged after :data:`FINISH_AFTER` passes per variable
+        (counting at least 500),
+        the primal active-set method on the dense dual
+        (:func:`~msvm.solvers._qp.finish`; its m² kernel values are the
+        solution's ``n_kernel_evaluations``), then the loop from its answer
+        (default).  ``info["finish_time"]`` is its time.
 
     Returns
     -------
@@ -199,13 +214,24 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     has_shift = problem.has_shift
     Wt = np.zeros((d, Q))
     B = np.zeros((m, Q) if has_shift else (1, Q))
-    state = LinearState(
-        data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
-        M, tables.gamma, tables.active, tables.slack, tables.group_size,
-        tables.nz_count, tables.nz_col, tables.nz_val, tables.nu_mean,
-        kind, kappa, rho, problem.capacity, shift, tol,
-        tables.centred, bool(shrinking), _seed(random_state),
-    )
+
+    def new_state():
+        """The compiled loop's state from α (W and B rebuilt from it)."""
+        Wt[:] = 0.0
+        B[:] = 0.0
+        return LinearState(
+            data, indices, indptr, d, problem.y, alpha, Wt, B, sqnorm,
+            M, tables.gamma, tables.active, tables.slack, tables.group_size,
+            tables.nz_count, tables.nz_col, tables.nz_val, tables.nu_mean,
+            kind, kappa, rho, problem.capacity, shift, tol,
+            tables.centred, bool(shrinking), _seed(random_state),
+        )
+
+    state = new_state()
+    # Counters of a state the active-set finish replaced (see `finish`).
+    earlier = dict.fromkeys(_COUNTERS, 0)
+    finish_at = _qp.finish_after(problem, FINISH_AFTER) if finish else None
+    finish_time, finish_kernel = 0.0, 0
     points = []
 
     def dual() -> float:
@@ -216,9 +242,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             J += 0.5 * float(np.sum(shift[:, None] * beta * beta))
         return -J
 
+    def count(name: str) -> int:
+        """A counter of the loop, over every state it ran on."""
+        return int(earlier[name] + getattr(state, name))
+
     def record():
         points.append((time.perf_counter() - start, dual(), float(state.last_pass_max),
-                       int(state.n_iter)))
+                       count("n_iter")))
 
     slice_ = min(float(time_slice), TIME_SLICE)
     if trace is not None:
@@ -226,21 +256,38 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         record()
     last = {"trace": time.perf_counter()}
     progress = SolverProgress("linear", tol, enabled=verbose, unit="pass")
-    n_start = state.n_iter
 
     def run() -> int:
-        return state.run(max(budget - (state.n_iter - n_start), 0), slice_)
+        passes = budget - count("n_iter")
+        if finish_at is not None:
+            passes = min(passes, finish_at - count("n_iter"))
+        return state.run(max(passes, 0), slice_)
+
+    def to_finish(code: int) -> bool:
+        """Whether the loop stopped for the active-set finish."""
+        return code == BUDGET and finish_at is not None and count("n_iter") < budget
 
     def after(code: int) -> None:
         now = time.perf_counter()
-        if trace is not None and (code != TIME_UP or now - last["trace"] >= trace):
+        final = code != TIME_UP and not to_finish(code)
+        if trace is not None and (final or now - last["trace"] >= trace):
             last["trace"] = now
             record()
-        if progress.due(final=code != TIME_UP):
-            progress.report(state.n_iter, state.last_pass_max, dual=dual(),
-                            final=code != TIME_UP, extra=f"active {state.n_work}/{m}")
+        if progress.due(final=final):
+            progress.report(count("n_iter"), state.last_pass_max, dual=dual(),
+                            final=final, extra=f"active {state.n_work}/{m}")
 
     code = drive(run, after, StallWatch(lambda: -dual()))
+    if to_finish(code):
+        tic = time.perf_counter()
+        finished, finish_kernel = _qp.finish(problem, alpha, tol, tic - start)
+        finish_time = time.perf_counter() - tic
+        finish_at = None
+        if finished:    # a new state on the finish's α; else the loop goes on as it was
+            for name in _COUNTERS:
+                earlier[name] += getattr(state, name)
+            state = new_state()
+        code = drive(run, after, StallWatch(lambda: -dual()))
     progress.close()
     if code in (BUDGET, STALLED):
         warn_not_converged("linear", STATUS[code], f"max_iter={budget} passes",
@@ -253,21 +300,22 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         alpha=alpha,
         b=np.zeros(Q),
         status=STATUS[code],
-        n_iter=int(state.n_iter),
+        n_iter=count("n_iter"),
         time=time.perf_counter() - start,
-        n_kernel_evaluations=0,
+        n_kernel_evaluations=finish_kernel,
         solver="linear",
         scores=scores,
         info={
             "coef": W,
             "max_violation": float(state.last_pass_max if code == DONE else state.max_violation),
-            "n_steps": int(state.n_steps),
-            "n_visits": int(state.n_visits),
-            "n_inner_steps": int(state.n_inner),
-            "n_unshrink": int(state.n_unshrink),
-            "n_slot_shrinks": int(state.n_slot_shrinks),
-            "n_score_ops": int(state.n_score_ops),
-            "n_update_ops": int(state.n_update_ops),
+            "n_steps": count("n_steps"),
+            "n_visits": count("n_visits"),
+            "n_inner_steps": count("n_inner"),
+            "n_unshrink": count("n_unshrink"),
+            "n_slot_shrinks": count("n_slot_shrinks"),
+            "n_score_ops": count("n_score_ops"),
+            "n_update_ops": count("n_update_ops"),
+            "finish_time": finish_time,
             "exact_subproblem": bool(np.all(kind == 1)),
             **({"trace": points} if trace is not None else {}),
         },

@@ -30,7 +30,7 @@ import numpy as np
 
 from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import TIME_SLICE, StallWatch, check_tol
+from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
     STALLED,
@@ -60,11 +60,9 @@ STOPPING_RULE = "kkt_violation"
 #: The switches of :func:`solve` that only make the loop faster (all False: Algorithm 3).
 ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch",
                  "slot_partner", "finish")
-#: The active-set finish (``finish``) takes problems of at most this many variables (its
-#: dense Hessian: 32 MB) ...
-FINISH_MAX_VARIABLES = 2000
-#: ... once the loop has made this many passes per variable without converging.
-FINISH_AFTER = 50
+#: The active-set finish (``finish``) starts once the loop has made this many passes per
+#: variable without converging (:func:`msvm.solvers._qp.finish_after`).
+FINISH_AFTER = 20
 #: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
 BLAS_THREADS = True
 
@@ -73,33 +71,6 @@ BLAS_THREADS = True
 #: one solve).
 _COUNTERS = ("n_iter", "n_steps", "n_unshrink", "n_focus", "n_parallel_iter", "n_cold",
              "n_rescan")
-#: The finish may take as long as the loop before it, and at least this many seconds.
-FINISH_MIN_SECONDS = 2.0
-#: The finish's own tolerance, a fraction of the loop's (whose test then certifies).
-FINISH_TOL = 0.1
-
-
-def _finish_applies(problem: DualProblem) -> bool:
-    """Whether the active-set finish takes ``problem``: a box (every slack group one
-    variable, or the squared loss's α ≥ 0) of at most FINISH_MAX_VARIABLES variables."""
-    box = problem.machine.loss != "hinge" or int(problem.machine.slack_group_sizes.max()) <= 1
-    return box and int(problem.active.sum()) <= FINISH_MAX_VARIABLES
-
-
-def _finish(problem: DualProblem, alpha: np.ndarray, tol: float,
-            deadline: float) -> tuple[bool, int]:
-    """The active-set finish (see :func:`solve`): α replaced in place by its answer if
-    it reached its optimum, else left as it was; (reached, kernel evaluations)."""
-    from msvm.solvers import _qp
-
-    qp = _qp.build(problem, factor=False)
-    upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
-    x, optimal = _qp.box_active_set(
-        qp.hessian(), qp.targets, upper, alpha[qp.ii, qp.pp], tol=FINISH_TOL * tol,
-        deadline=deadline, max_iter=10 * qp.n + 100)
-    if optimal:
-        alpha[qp.ii, qp.pp] = x
-    return optimal, qp.n_kernel_evaluations
 
 
 def check_block_size(block_size) -> None:
@@ -227,15 +198,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     finish : bool
         Small problems whose slack groups each hold one variable (WW, LLW, the
         M-SVM² and the other elementwise machines; at most
-        :data:`FINISH_MAX_VARIABLES` variables): when the loop has not converged
-        after :data:`FINISH_AFTER` passes per variable, minimise the dual over
-        its box by the primal active-set method started from the loop's point
-        (:func:`msvm.solvers._qp.box_active_set`: one dense solve per face,
-        the objective never rises), then go on with the loop from its answer,
-        whose exact stopping test certifies it (usually without a further
-        step).  Coordinate steps crawl where the free variables' Hessian is
-        singular or badly conditioned (a linear kernel of low rank, LLW); the
-        finish does not (default).  ``info["finish_time"]`` is its time.
+        :data:`~msvm.solvers._qp.FINISH_MAX_VARIABLES` variables): when the
+        loop has not converged after :data:`FINISH_AFTER` passes per variable
+        (counting at least 500 variables),
+        hand its point to :func:`~msvm.solvers._qp.finish` (the primal
+        active-set method on the dense dual: one solve per face, the objective
+        never rises), then go on with the loop from its answer, whose exact
+        stopping test certifies it (usually without a further step), or from
+        the loop's own point if the finish ran out of time.  Coordinate steps
+        crawl where the free variables' Hessian is singular or badly
+        conditioned (a linear kernel of low rank, LLW); the finish does not
+        (default).  ``info["finish_time"]`` is its time.
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
@@ -295,9 +268,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     state = new_state()
     # Counters of the states an active-set finish replaced (see `finish`).
     earlier = dict.fromkeys(_COUNTERS, 0)
-    finish_at = None
-    if finish and _finish_applies(problem):
-        finish_at = FINISH_AFTER * int(problem.active.sum())
+    finish_at = _qp.finish_after(problem, FINISH_AFTER) if finish else None
     finish_time, finish_kernel = 0.0, 0
     points = []
 
@@ -334,24 +305,28 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         with limit_blas_threads(blas_threads):
             return state.run(max(steps, 0), watch.slice_length)
 
+    def to_finish(code: int) -> bool:
+        """Whether the loop stopped for the active-set finish."""
+        return code == BUDGET and finish_at is not None and used() < budget
+
     def after(code: int) -> None:
         watch.after_slice()
         if trace is not None:
             record()
-        if progress.due(final=code != TIME_UP):
+        final = code != TIME_UP and not to_finish(code)
+        if progress.due(final=final):
             progress.report(used(), state.max_violation, dual=-state.objective(),
-                            hits=cache.n_hits, misses=cache.n_misses, final=code != TIME_UP,
+                            hits=cache.n_hits, misses=cache.n_misses, final=final,
                             extra=f"active {state.n_work}/{problem.n_samples}")
 
     if trace is not None:
         record()
     code = drive(run, after, StallWatch(state.objective))
-    if code == BUDGET and finish_at is not None and used() < budget:
+    if to_finish(code):
         # The loop's point goes to the finish, and the loop goes on from its answer.
         state.settle()
         tic = time.perf_counter()
-        finished, finish_kernel = _finish(problem, alpha, tol,
-                                          deadline=tic + max(clock(), FINISH_MIN_SECONDS))
+        finished, finish_kernel = _qp.finish(problem, alpha, tol, clock())
         finish_time = time.perf_counter() - tic
         finish_at = None
         if finished:    # a new state on the finish's α; else the loop goes on as it was

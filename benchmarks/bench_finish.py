@@ -1,0 +1,163 @@
+"""The active-set finish of the coordinate solvers on small problems: with it and without.
+
+S2DO and the ``linear`` solver hand a small box problem they have not solved after a
+number of passes per variable to :func:`msvm.solvers._qp.finish` (``finish=True``,
+the default).  This benchmark fits every small problem of the validation suite
+(``validation/problems.py``: 60 to 178 points) with WW and LLW, a linear and an RBF
+kernel, C = 1 and C = 100, at the default ``tol`` (1e-3), with the finish and
+without, and one-vs-one ``SVC`` with the same kernel and C as the peer.  Times are
+medians of 3 fits (1 for a fit over 2 s) as ``fit`` runs them, one thread, in this
+process.  Writes
+``benchmarks/results/<tag>.jsonl``, ``.csv``, ``.txt`` and ``-times.png`` (time
+without the finish against time with it)::
+
+    python -m benchmarks.bench_finish --tag finish
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+from benchmarks.results import RESULTS, header, pyplot, write
+
+FIELDS = ["problem", "model", "kernel", "C", "solver", "m", "n_variables", "finish_after",
+          "time_finish_s",
+          "time_plain_s", "ratio", "passes_finish", "passes_plain", "finish_time_s",
+          "svc_s", "ratio_to_svc", "kkt_violation", "status"]
+MODELS = ("ww", "llw")
+KERNELS = ("linear", "rbf")
+CS = (1.0, 100.0)
+
+
+def timed_fit(make, X, y, repeat: int = 3) -> tuple[float, object]:
+    """Median time of ``make().fit(X, y)`` over ``repeat`` fits (one if slow), and the last."""
+    times = []
+    for _ in range(repeat):
+        est = make()
+        start = time.perf_counter()
+        result = est.fit(X, y)
+        times.append(time.perf_counter() - start)
+        if times[-1] > 2.0:
+            break
+    return statistics.median(times), result
+
+
+class _Fit:
+    """``MultiClassSVC.fit`` as the estimator runs it (``prepare_fit``, the solver,
+    ``set_solution``), keeping the solver's ``info`` (the finish's time)."""
+
+    def __init__(self, finish: bool, **params):
+        self.finish, self.params = finish, params
+
+    def fit(self, X, y):
+        from msvm import MultiClassSVC
+        from msvm.solvers import get_solver
+
+        est = MultiClassSVC(**self.params)
+        setup = est.prepare_fit(X, y)
+        options = dict(est.solver_options(setup), finish=self.finish)
+        solution = get_solver(setup.solver).solve(setup.problem, **options)
+        est.set_solution(setup, solution)
+        est.info_ = solution.info
+        return est
+
+
+def run_case(name: str, X, y, model: str, kernel: str, C: float, solver: str) -> dict:
+    """One problem and setting: msvm with and without the finish, and SVC."""
+    from sklearn.svm import SVC
+
+    from msvm.solvers import _qp, get_solver
+
+    params = dict(model=model, kernel=kernel, C=C, solver=solver, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_on, on = timed_fit(lambda: _Fit(True, **params), X, y)
+        t_off, off = timed_fit(lambda: _Fit(False, **params), X, y)
+        t_svc, _ = timed_fit(lambda: SVC(kernel=kernel, C=C, gamma="scale"), X, y)
+    problem = on.prepare_fit(X, y).problem
+    finish_after = _qp.finish_after(problem, get_solver(solver).FINISH_AFTER)
+    return {"problem": name, "model": model, "kernel": kernel, "C": C, "solver": solver,
+            "m": len(y), "n_variables": int(problem.active.sum()),
+            "finish_after": finish_after,
+            "time_finish_s": t_on, "time_plain_s": t_off, "ratio": t_on / t_off,
+            "passes_finish": int(on.n_iter_), "passes_plain": int(off.n_iter_),
+            "finish_time_s": float(on.info_["finish_time"]),
+            "svc_s": t_svc, "ratio_to_svc": t_on / t_svc,
+            "kkt_violation": float(on.solution_["kkt_violation"]),
+            "status": on.solution_["status"]}
+
+
+def plot(rows: list[dict], path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for solver, marker in (("s2do", "o"), ("linear", "s")):
+        sub = [r for r in rows if r["solver"] == solver]
+        ax.scatter([r["time_plain_s"] for r in sub], [r["time_finish_s"] for r in sub],
+                   marker=marker, label=solver, alpha=0.7)
+    lo = min(min(r["time_plain_s"], r["time_finish_s"]) for r in rows)
+    hi = max(max(r["time_plain_s"], r["time_finish_s"]) for r in rows)
+    ax.plot([lo, hi], [lo, hi], "k:", lw=1, label="equal")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("fit time without the finish (s)")
+    ax.set_ylabel("fit time with the finish (s)")
+    ax.set_title("Active-set finish, small problems (tol 1e-3)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    from validation.problems import PROBLEMS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tag", default="finish", help="results file stem")
+    parser.add_argument("--problems", default=None,
+                        help="comma-separated validation problems (default: all)")
+    args = parser.parse_args(argv)
+    names = args.problems.split(",") if args.problems else list(PROBLEMS)
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    with threadpool_limits(limits=1):
+        for name in names:
+            X, y = PROBLEMS[name].data
+            y = np.unique(y, return_inverse=True)[1]
+            for model in MODELS:
+                for kernel in KERNELS:
+                    for C in CS:
+                        for solver in ("s2do", "linear") if kernel == "linear" else ("s2do",):
+                            row = run_case(name, X, y, model, kernel, C, solver)
+                            print(f"{name:13s} {model:3s} {kernel:6s} C={C:<5g} {solver:6s} "
+                                  f"{row['time_plain_s']:8.3f} -> {row['time_finish_s']:7.3f} s"
+                                  f" ({row['passes_plain']} -> {row['passes_finish']} passes)",
+                                  flush=True)
+                            rows.append(row)
+    write(rows, args.tag, FIELDS)
+    plot(rows, RESULTS / f"{args.tag}-times.png")
+    slow = [r for r in rows if r["time_plain_s"] > 0.1]
+    lines = [header("finish", args.tag, "medians of 3 fits (1 over 2 s), one thread, tol 1e-3")]
+    lines.append(f"{len(rows)} fits; {len(slow)} take over 0.1 s without the finish:")
+    for r in sorted(slow, key=lambda r: -r["time_plain_s"]):
+        lines.append(f"  {r['problem']}/{r['model']}/{r['kernel']}/C={r['C']:g}/{r['solver']}: "
+                     f"{r['time_plain_s']:.3f} -> {r['time_finish_s']:.3f} s "
+                     f"(ratio {r['ratio']:.2f}; SVC {r['svc_s']:.4f} s)")
+    ratios = [r["ratio"] for r in rows]
+    lines.append(f"ratio with/without over all fits: median {statistics.median(ratios):.2f}, "
+                 f"max {max(ratios):.2f}; over the slow ones: median "
+                 f"{statistics.median([r['ratio'] for r in slow]) if slow else float('nan'):.2f}")
+    lines.append(f"every fit optimal: {all(r['status'] == 'optimal' for r in rows)}")
+    text = "\n".join(lines)
+    (RESULTS / f"{args.tag}.txt").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
