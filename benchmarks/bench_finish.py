@@ -1,10 +1,10 @@
 """The active-set finish of the coordinate solvers on small problems: with it and without.
 
-S2DO and the ``linear`` solver hand a small box problem they have not solved after a
+S2DO and the ``linear`` solver hand a small problem they have not solved after a
 number of passes per variable to :func:`msvm.solvers._qp.finish` (``finish=True``,
 the default).  This benchmark fits every small problem of the validation suite
-(``validation/problems.py``: 60 to 178 points) with WW and LLW, a linear and an RBF
-kernel, C = 1 and C = 100, at the default ``tol`` (1e-3), with the finish and
+(``validation/problems.py``: 60 to 178 points) with WW, CS and LLW, a linear and an
+RBF kernel, C = 1 and C = 100, at the default ``tol`` (1e-3), with the finish and
 without, and one-vs-one ``SVC`` with the same kernel and C as the peer.  Times are
 medians of 3 fits (1 for a fit over 2 s) as ``fit`` runs them, one thread, in this
 process.  Writes
@@ -29,7 +29,7 @@ FIELDS = ["problem", "model", "kernel", "C", "solver", "m", "n_variables", "fini
           "time_finish_s",
           "time_plain_s", "ratio", "passes_finish", "passes_plain", "finish_time_s",
           "svc_s", "ratio_to_svc", "kkt_violation", "status"]
-MODELS = ("ww", "llw")
+MODELS = ("ww", "cs", "llw")
 KERNELS = ("linear", "rbf")
 CS = (1.0, 100.0)
 

@@ -305,12 +305,8 @@ def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
 def finish_after(problem: DualProblem, per_variable: int) -> int | None:
     """The passes after which a coordinate solver hands ``problem`` to :func:`finish`:
     ``per_variable`` per variable (at least FINISH_MIN_VARIABLES), or None when the
-    finish does not take it (not a box -- every slack group one variable, or the
-    squared loss's α ≥ 0 -- or more than FINISH_MAX_VARIABLES variables)."""
-    machine = problem.machine
+    problem has more than FINISH_MAX_VARIABLES variables."""
     n = int(problem.active.sum())
-    if machine.loss == "hinge" and int(machine.slack_group_sizes.max()) > 1:
-        return None
     return per_variable * max(n, FINISH_MIN_VARIABLES) if n <= FINISH_MAX_VARIABLES else None
 
 
@@ -318,7 +314,8 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float,
            loop_seconds: float) -> tuple[bool, int]:
     """The active-set finish of a coordinate solver stuck on a badly conditioned problem.
 
-    :func:`box_active_set` on the dense dual from the solver's point ``alpha``
+    :func:`box_active_set` (or :func:`group_active_set` where a slack group holds
+    several variables) on the dense dual from the solver's point ``alpha``
     (tolerance FINISH_TOL·``tol``, at most ``loop_seconds`` or FINISH_MIN_SECONDS):
     ``alpha`` is replaced in place by its answer if it reached its optimum, else
     left as it was, for the solver to go on.  The solver's own stopping test
@@ -330,14 +327,17 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float,
 
     deadline = time.perf_counter() + max(loop_seconds, FINISH_MIN_SECONDS)
     qp = build(problem, factor=False)
-    upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
+    H, x0 = qp.hessian(), alpha[qp.ii, qp.pp]
+    options = dict(tol=FINISH_TOL * tol, deadline=deadline, max_iter=10 * qp.n + 100)
     # Faces of a few hundred variables: LAPACK's threads only contend (8x slower).
     with threadpool_limits(limits=1):
-        x, optimal = box_active_set(qp.hessian(), qp.targets, upper, alpha[qp.ii, qp.pp],
-                                    tol=FINISH_TOL * tol, deadline=deadline,
-                                    max_iter=10 * qp.n + 100)
+        if qp.S.shape[0] and np.any(np.diff(qp.S.indptr) > 1):
+            x, optimal = group_active_set(qp, H, x0, **options)
+        else:
+            upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
+            x, optimal = box_active_set(H, qp.targets, upper, x0, **options)
     if optimal:
-        alpha[qp.ii, qp.pp] = x
+        alpha[qp.ii, qp.pp] = clean(problem, qp, x)   # round-off over a capacity
     return optimal, qp.n_kernel_evaluations
 
 
@@ -398,6 +398,55 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
             return x, True
         lower &= ~release_low
         at_upper &= ~release_up
+    return x, False
+
+
+def group_active_set(qp: ExplicitQP, H: np.ndarray, x: np.ndarray, *, tol: float,
+                     deadline: float, max_iter: int) -> tuple[np.ndarray, bool]:
+    """:func:`box_active_set` for slack groups of several variables (Crammer–Singer):
+    minimise ½xᵀHx − tᵀx over x ≥ 0, S x ≤ cap (``qp.S``, ``qp.cap``), from a feasible x.
+
+    A face fixes some variables at 0 and some groups at capacity; its minimiser
+    is one KKT solve (:func:`_solve_on_active_set`), its multipliers say which
+    variables and groups to release.  Same returns, tolerance and limits.
+    """
+    import time
+
+    S, cap, t = qp.S, qp.cap, qp.targets
+    x = np.maximum(np.array(x, dtype=float), 0.0)
+    lower = x <= 0.0
+    full = S @ x >= cap
+    for _ in range(max_iter):
+        if time.perf_counter() > deadline:
+            return x, False
+        g = H @ x - t
+        target, mult = _solve_on_active_set(qp, H, ~lower, full, cap)
+        d = target - x
+        slope, curvature = float(g @ d), float(d @ H @ d)
+        if np.abs(d).max(initial=0.0) > 1e-13 * max(1.0, float(x.max(initial=0.0))) \
+                and slope < 0:
+            # Walk towards the face's minimiser as far as the other constraints allow.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                room_x = np.where(~lower & (d < 0), x / -d, np.inf)
+                Sd = S @ d
+                room_g = np.where(~full & (Sd > 0), (cap - S @ x) / Sd, np.inf)
+            limit = min(float(room_x.min(initial=np.inf)), float(room_g.min(initial=np.inf)))
+            step = min(limit, -slope / curvature if curvature > 0 else np.inf, 1.0)
+            x = np.maximum(x + step * d, 0.0)
+            if step >= limit:       # blocked: those variables and groups join their bound
+                lower |= room_x <= limit
+                full |= room_g <= limit
+                x[lower] = 0.0
+            continue
+        # At the face's minimiser: λ = g + Sᵀμ on the variables at 0, μ on full groups.
+        mu = np.zeros(len(cap))
+        mu[full] = mult[: int(full.sum())]
+        lam = g + S.T @ mu
+        release_x, release_g = lower & (lam < -tol), full & (mu < -tol)
+        if not (release_x.any() or release_g.any()):
+            return x, True
+        lower &= ~release_x
+        full &= ~release_g
     return x, False
 
 

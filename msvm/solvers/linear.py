@@ -61,7 +61,7 @@ STOPPING_RULE = "kkt_violation"
 BLAS_THREADS = False
 #: The active-set finish (``finish``) starts once the loop has made this many passes per
 #: variable without converging (:func:`msvm.solvers._qp.finish_after`).
-FINISH_AFTER = 5
+FINISH_AFTER = 10
 #: The loop's counters reported in a solution's info (summed over the states of one solve).
 _COUNTERS = ("n_iter", "n_steps", "n_visits", "n_inner", "n_unshrink", "n_slot_shrinks",
              "n_score_ops", "n_update_ops")

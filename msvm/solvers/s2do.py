@@ -196,19 +196,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         the one the first is coupled to most strongly (M = δ − 1/Q), besides the
         example's most violating variable (default).  Other machines ignore it.
     finish : bool
-        Small problems whose slack groups each hold one variable (WW, LLW, the
-        M-SVM² and the other elementwise machines; at most
-        :data:`~msvm.solvers._qp.FINISH_MAX_VARIABLES` variables): when the
-        loop has not converged after :data:`FINISH_AFTER` passes per variable
-        (counting at least 500 variables),
-        hand its point to :func:`~msvm.solvers._qp.finish` (the primal
-        active-set method on the dense dual: one solve per face, the objective
-        never rises), then go on with the loop from its answer, whose exact
-        stopping test certifies it (usually without a further step), or from
-        the loop's own point if the finish ran out of time.  Coordinate steps
-        crawl where the free variables' Hessian is singular or badly
-        conditioned (a linear kernel of low rank, LLW); the finish does not
-        (default).  ``info["finish_time"]`` is its time.
+        Small problems (at most :data:`~msvm.solvers._qp.FINISH_MAX_VARIABLES`
+        variables): when the loop has not converged after :data:`FINISH_AFTER`
+        passes per variable (counting at least 500 variables), hand its point
+        to :func:`~msvm.solvers._qp.finish` (the primal active-set method on
+        the dense dual: one solve per face, the objective never rises), then
+        go on with the loop from its answer, whose exact stopping test
+        certifies it (usually without a further step), or from the loop's own
+        point if the finish ran out of time.  Coordinate steps crawl where the
+        free variables' Hessian is singular or badly conditioned (a linear
+        kernel of low rank, LLW); the finish does not (default).
+        ``info["finish_time"]`` is its time.
     cache_dtype : {'float64', 'float32'}
         Storage of the cached Gram rows; 'float32' holds twice as many rows
         per MB, and the solver then optimises the dual of the float32-rounded
