@@ -16,6 +16,7 @@ active-set polish (:func:`polish`).
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -301,13 +302,42 @@ def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
     return x, sol[nf:]
 
 
-
 def finish_after(problem: DualProblem, per_variable: int) -> int | None:
     """The passes after which a coordinate solver hands ``problem`` to :func:`finish`:
     ``per_variable`` per variable (at least FINISH_MIN_VARIABLES), or None when the
     problem has more than FINISH_MAX_VARIABLES variables."""
     n = int(problem.active.sum())
     return per_variable * max(n, FINISH_MIN_VARIABLES) if n <= FINISH_MAX_VARIABLES else None
+
+
+class Handover:
+    """Where a coordinate solver's loop hands its point to :func:`finish` (once).
+
+    ``at`` is the pass count of :func:`finish_after` (None: no finish); the
+    loop runs at most up to it (:meth:`cap`), and when it stopped there with
+    budget left (:meth:`due`), :meth:`run` runs the finish, which sets
+    ``time`` and ``kernel_evaluations``.
+    """
+
+    def __init__(self, problem: DualProblem, per_variable: int, enabled: bool):
+        self.at = finish_after(problem, per_variable) if enabled else None
+        self.time, self.kernel_evaluations = 0.0, 0
+
+    def cap(self, passes: int, used: int) -> int:
+        """The passes the loop may run now, of ``passes`` left, after ``used``."""
+        return passes if self.at is None else min(passes, self.at - used)
+
+    def due(self, stopped_at_cap: bool, used: int, budget: int) -> bool:
+        """Whether the loop, which stopped for its pass count, stopped for the finish."""
+        return stopped_at_cap and self.at is not None and used < budget
+
+    def run(self, problem: DualProblem, alpha: np.ndarray, tol: float,
+            loop_seconds: float) -> bool:
+        """:func:`finish` on α (in place if it reached its optimum); whether it did."""
+        start = time.perf_counter()
+        finished, self.kernel_evaluations = finish(problem, alpha, tol, loop_seconds)
+        self.time, self.at = time.perf_counter() - start, None
+        return finished
 
 
 def finish(problem: DualProblem, alpha: np.ndarray, tol: float,
@@ -321,8 +351,6 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float,
     left as it was, for the solver to go on.  The solver's own stopping test
     certifies the answer.  Returns (reached, kernel evaluations).
     """
-    import time
-
     from threadpoolctl import threadpool_limits
 
     deadline = time.perf_counter() + max(loop_seconds, FINISH_MIN_SECONDS)
@@ -362,8 +390,6 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
     caller's stopping rule decides.  Stops early after ``max_iter`` iterations
     or once ``time.perf_counter()`` passes ``deadline``.
     """
-    import time
-
     x = np.minimum(np.maximum(np.array(x, dtype=float), 0.0), upper)
     lower, at_upper = x <= 0.0, x >= upper
     for _ in range(max_iter):
@@ -410,8 +436,6 @@ def group_active_set(qp: ExplicitQP, H: np.ndarray, x: np.ndarray, *, tol: float
     is one KKT solve (:func:`_solve_on_active_set`), its multipliers say which
     variables and groups to release.  Same returns, tolerance and limits.
     """
-    import time
-
     S, cap, t = qp.S, qp.cap, qp.targets
     x = np.maximum(np.array(x, dtype=float), 0.0)
     lower = x <= 0.0

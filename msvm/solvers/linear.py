@@ -167,11 +167,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         pass, passes)`` about every ``trace`` seconds, at the start and at
         the end, in ``info["trace"]`` (each point costs O(d·Q)).
     finish : bool
-        As S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`): on a small box
+        As S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`): on a small
         problem not converged after :data:`FINISH_AFTER` passes per variable
-        (counting at least 500),
-        the primal active-set method on the dense dual
-        (:func:`~msvm.solvers._qp.finish`; its m² kernel values are the
+        (counting at least 500), the primal active-set method on the dense
+        dual (:func:`~msvm.solvers._qp.finish`; its m² kernel values are the
         solution's ``n_kernel_evaluations``), then the loop from its answer
         (default).  ``info["finish_time"]`` is its time.
 
@@ -230,8 +229,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     state = new_state()
     # Counters of a state the active-set finish replaced (see `finish`).
     earlier = dict.fromkeys(_COUNTERS, 0)
-    finish_at = _qp.finish_after(problem, FINISH_AFTER) if finish else None
-    finish_time, finish_kernel = 0.0, 0
+    handover = _qp.Handover(problem, FINISH_AFTER, finish)
     points = []
 
     def dual() -> float:
@@ -258,14 +256,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     progress = SolverProgress("linear", tol, enabled=verbose, unit="pass")
 
     def run() -> int:
-        passes = budget - count("n_iter")
-        if finish_at is not None:
-            passes = min(passes, finish_at - count("n_iter"))
-        return state.run(max(passes, 0), slice_)
+        return state.run(max(handover.cap(budget - count("n_iter"), count("n_iter")), 0),
+                         slice_)
 
     def to_finish(code: int) -> bool:
-        """Whether the loop stopped for the active-set finish."""
-        return code == BUDGET and finish_at is not None and count("n_iter") < budget
+        return handover.due(code == BUDGET, count("n_iter"), budget)
 
     def after(code: int) -> None:
         now = time.perf_counter()
@@ -279,11 +274,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     code = drive(run, after, StallWatch(lambda: -dual()))
     if to_finish(code):
-        tic = time.perf_counter()
-        finished, finish_kernel = _qp.finish(problem, alpha, tol, tic - start)
-        finish_time = time.perf_counter() - tic
-        finish_at = None
-        if finished:    # a new state on the finish's α; else the loop goes on as it was
+        if handover.run(problem, alpha, tol, time.perf_counter() - start):
+            # A new state on the finish's α; else the loop goes on as it was.
             for name in _COUNTERS:
                 earlier[name] += getattr(state, name)
             state = new_state()
@@ -302,7 +294,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         status=STATUS[code],
         n_iter=count("n_iter"),
         time=time.perf_counter() - start,
-        n_kernel_evaluations=finish_kernel,
+        n_kernel_evaluations=handover.kernel_evaluations,
         solver="linear",
         scores=scores,
         info={
@@ -315,7 +307,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_slot_shrinks": count("n_slot_shrinks"),
             "n_score_ops": count("n_score_ops"),
             "n_update_ops": count("n_update_ops"),
-            "finish_time": finish_time,
+            "finish_time": handover.time,
             "exact_subproblem": bool(np.all(kind == 1)),
             **({"trace": points} if trace is not None else {}),
         },

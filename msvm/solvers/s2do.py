@@ -266,8 +266,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     state = new_state()
     # Counters of the states an active-set finish replaced (see `finish`).
     earlier = dict.fromkeys(_COUNTERS, 0)
-    finish_at = _qp.finish_after(problem, FINISH_AFTER) if finish else None
-    finish_time, finish_kernel = 0.0, 0
+    handover = _qp.Handover(problem, FINISH_AFTER, finish)
     points = []
 
     def model():
@@ -280,9 +279,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         elapsed = clock()
         dual = -state.objective()
         points.append((elapsed, dual, state.max_violation, used()))
-        curve.record(elapsed, cache.n_kernel_evaluations + finish_kernel, dual, used(),
-                     model=model,
-                     max_violation=float(state.max_violation))
+        curve.record(elapsed, cache.n_kernel_evaluations + handover.kernel_evaluations, dual,
+                     used(), model=model, max_violation=float(state.max_violation))
 
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     progress = SolverProgress("s2do", tol, enabled=verbose)
@@ -297,15 +295,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         return count("n_iter")
 
     def run() -> int:
-        steps = budget - used()
-        if finish_at is not None:
-            steps = min(steps, finish_at - used())
         with limit_blas_threads(blas_threads):
-            return state.run(max(steps, 0), watch.slice_length)
+            return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
 
     def to_finish(code: int) -> bool:
-        """Whether the loop stopped for the active-set finish."""
-        return code == BUDGET and finish_at is not None and used() < budget
+        return handover.due(code == BUDGET, used(), budget)
 
     def after(code: int) -> None:
         watch.after_slice()
@@ -321,13 +315,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         record()
     code = drive(run, after, StallWatch(state.objective))
     if to_finish(code):
-        # The loop's point goes to the finish, and the loop goes on from its answer.
         state.settle()
-        tic = time.perf_counter()
-        finished, finish_kernel = _qp.finish(problem, alpha, tol, clock())
-        finish_time = time.perf_counter() - tic
-        finish_at = None
-        if finished:    # a new state on the finish's α; else the loop goes on as it was
+        if handover.run(problem, alpha, tol, clock()):
+            # A new state on the finish's α; else the loop goes on as it was.
             for name in _COUNTERS:
                 earlier[name] += getattr(state, name)
             state = new_state()
@@ -352,7 +342,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         status=STATUS[code],
         n_iter=used(),
         time=elapsed,
-        n_kernel_evaluations=int(cache.n_kernel_evaluations) + finish_kernel,
+        n_kernel_evaluations=int(cache.n_kernel_evaluations) + handover.kernel_evaluations,
         solver="s2do",
         scores=state.scores(),
         certified_scores=certified,
@@ -372,7 +362,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "cold_rescans": count("n_rescan"),
             "cache_rows": int(cache.capacity),
             "certify_time": certify_time,
-            "finish_time": finish_time,
+            "finish_time": handover.time,
             **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
                if trace is not None else {}),
         },
