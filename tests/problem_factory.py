@@ -57,4 +57,3 @@ def degenerate_llw():
     centres = rng.normal(size=(4, 8))
     X = 3.0 * centres[y] / np.linalg.norm(centres, axis=1).max() + rng.normal(size=(60, 8))
     return make_problem("llw", X, y, kernel="linear", C=10.0)
-

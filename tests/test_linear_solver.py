@@ -265,4 +265,3 @@ def test_the_active_set_finish_solves_a_degenerate_problem():
     limits = derived_limits(problem, solution.alpha, TOL, reference, 1.0)
     assert found.kkt_violation <= TOL * (1 + 1e-6)
     assert abs(found.dual_objective - reference) <= limits["dual_rel_diff"] * abs(reference)
-

@@ -342,7 +342,7 @@ def test_estimator_bad_options(params, match):
 
 @pytest.mark.parametrize("model", ["ww", "cs", "llw", "msvm2"])
 def test_every_combination_of_accelerations_reaches_the_optimum(model):
-    """The accelerations change the path, never the stopping test: each of the 2⁷
+    """The accelerations change the path, never the stopping test: each of the 2⁸
     combinations of switches (all off: Algorithm 3 as written) ends at an ε-KKT
     point whose dual is within the gap an ε-point can have (validation README,
     "Derived limits") of the reference optimum."""
