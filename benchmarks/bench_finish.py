@@ -49,7 +49,7 @@ def timed_fit(make, X, y, repeat: int = 3) -> tuple[float, object]:
 
 class _Fit:
     """``MultiClassSVC.fit`` as the estimator runs it (``prepare_fit``, the solver,
-    ``set_solution``), keeping the solver's ``info`` (the finish's time)."""
+    ``set_solution``), keeping the fitted estimator, its problem and the solver's ``info``."""
 
     def __init__(self, finish: bool, **params):
         self.finish, self.params = finish, params
@@ -63,8 +63,8 @@ class _Fit:
         options = dict(est.solver_options(setup), finish=self.finish)
         solution = get_solver(setup.solver).solve(setup.problem, **options)
         est.set_solution(setup, solution)
-        est.info_ = solution.info
-        return est
+        self.estimator, self.problem, self.info = est, setup.problem, solution.info
+        return self
 
 
 def run_case(name: str, X, y, model: str, kernel: str, C: float, solver: str) -> dict:
@@ -79,17 +79,17 @@ def run_case(name: str, X, y, model: str, kernel: str, C: float, solver: str) ->
         t_on, on = timed_fit(lambda: _Fit(True, **params), X, y)
         t_off, off = timed_fit(lambda: _Fit(False, **params), X, y)
         t_svc, _ = timed_fit(lambda: SVC(kernel=kernel, C=C, gamma="scale"), X, y)
-    problem = on.prepare_fit(X, y).problem
+    problem = on.problem
     finish_after = _qp.finish_after(problem, get_solver(solver).FINISH_AFTER)
     return {"problem": name, "model": model, "kernel": kernel, "C": C, "solver": solver,
             "m": len(y), "n_variables": int(problem.active.sum()),
             "finish_after": finish_after,
             "time_finish_s": t_on, "time_plain_s": t_off, "ratio": t_on / t_off,
-            "passes_finish": int(on.n_iter_), "passes_plain": int(off.n_iter_),
-            "finish_time_s": float(on.info_["finish_time"]),
+            "passes_finish": int(on.estimator.n_iter_), "passes_plain": int(off.estimator.n_iter_),
+            "finish_time_s": float(on.info["finish_time"]),
             "svc_s": t_svc, "ratio_to_svc": t_on / t_svc,
-            "kkt_violation": float(on.solution_["kkt_violation"]),
-            "status": on.solution_["status"]}
+            "kkt_violation": float(on.estimator.solution_["kkt_violation"]),
+            "status": on.estimator.solution_["status"]}
 
 
 def plot(rows: list[dict], path) -> None:

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from msvm.kernels import psd_tolerance
 from msvm.problem import DualProblem
+from msvm.solvers._common import BUDGET
 
 # The factor form is used when the kernel's numerical rank k is below this
 # fraction of m (it then has fewer non-zeros than the block-diagonal K').
@@ -294,9 +295,7 @@ def _solve_on_active_set(qp: ExplicitQP, H, free, full, C):
         diag = np.arange(kkt.shape[0])
         regularised[diag, diag] += np.where(diag < nf, delta, -delta)
         factor = scipy.linalg.lu_factor(regularised, check_finite=False)
-        sol = np.zeros_like(rhs)
-        for _ in range(3):
-            sol += scipy.linalg.lu_solve(factor, rhs - kkt @ sol, check_finite=False)
+        sol = _refined(scipy.linalg.lu_solve, factor, kkt, rhs)
     x = np.zeros(qp.n)
     x[free] = sol[:nf]
     return x, sol[nf:]
@@ -327,9 +326,10 @@ class Handover:
         """The passes the loop may run now, of ``passes`` left, after ``used``."""
         return passes if self.at is None else min(passes, self.at - used)
 
-    def due(self, stopped_at_cap: bool, used: int, budget: int) -> bool:
-        """Whether the loop, which stopped for its pass count, stopped for the finish."""
-        return stopped_at_cap and self.at is not None and used < budget
+    def due(self, code: int, used: int, budget: int) -> bool:
+        """Whether the loop, stopped with ``code`` after ``used`` passes, stopped for
+        the finish (its pass count reached, not the budget)."""
+        return code == BUDGET and self.at is not None and used < budget
 
     def run(self, problem: DualProblem, alpha: np.ndarray, tol: float,
             loop_seconds: float) -> bool:
@@ -486,7 +486,14 @@ def _face_step(H_ff: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:   # negative round-off eigenvalues below −δ
         factor = scipy.linalg.lu_factor(regularised, check_finite=False)
         solve = scipy.linalg.lu_solve
-    d = np.zeros_like(rhs)
+    return _refined(solve, factor, H_ff, rhs)
+
+
+def _refined(solve, factor, matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The solution of matrix·x = rhs from the factor of a regularised matrix (``solve``:
+    scipy's ``lu_solve`` or ``cho_solve``), by three steps of iterative refinement
+    against the exact matrix: they remove the regularisation's O(δ) error."""
+    x = np.zeros_like(rhs)
     for _ in range(3):
-        d += solve(factor, rhs - H_ff @ d, check_finite=False)
-    return d
+        x += solve(factor, rhs - matrix @ x, check_finite=False)
+    return x

@@ -260,7 +260,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                          slice_)
 
     def to_finish(code: int) -> bool:
-        return handover.due(code == BUDGET, count("n_iter"), budget)
+        return handover.due(code, count("n_iter"), budget)
 
     def after(code: int) -> None:
         now = time.perf_counter()

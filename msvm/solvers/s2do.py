@@ -299,7 +299,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
 
     def to_finish(code: int) -> bool:
-        return handover.due(code == BUDGET, used(), budget)
+        return handover.due(code, used(), budget)
 
     def after(code: int) -> None:
         watch.after_slice()
