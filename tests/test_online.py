@@ -33,7 +33,7 @@ from msvm.machines import make_machine
 from msvm.problem import DualProblem
 from msvm.solvers import get_solver, resolve_solver
 
-from problem_factory import FAMILY, MODELS, blobs, generated_cases, make_problem
+from problem_factory import FAMILY, MODELS, blobs, degenerate_llw, generated_cases, make_problem
 
 TOL = 1e-6
 CASES = generated_cases(10)
@@ -289,6 +289,37 @@ def test_build_up_curve():
     assert np.all(np.diff(bcurve["dual"]) >= -1e-9)
     assert bcurve["kernel_evaluations"][-1] == batch.n_kernel_evaluations
     assert "test_error" in bcurve
+
+
+def test_the_active_set_finish_solves_a_degenerate_problem():
+    """As S2DO's (tests/test_s2do_options.py): without the finish the online ×∞ solver
+    needs more than twice the steps after which the finish takes over; with it, the next
+    pass over the training set certifies the finish's answer within a few steps (dense,
+    CSR and precomputed layouts of the same problem, whose support patterns are rebuilt
+    from the finish's α), at the reference optimum within the derived limits."""
+    from msvm.solvers import _qp
+    from validation.registry import derived_limits
+
+    online = _online()
+    problem = degenerate_llw()
+    trigger = _qp.finish_after(problem, online.FINISH_AFTER)
+    reference = diagnose(problem, get_solver("cvxpy").solve(problem)).dual_objective
+    plain = online.solve(problem, tol=TOL, epochs=None, random_state=0, finish=False)
+    assert plain.status == "optimal" and plain.n_iter > 2 * trigger
+    X = problem.kernel.X
+    layouts = [problem,
+               DualProblem(problem.machine, problem.y, Kernel(sp.csr_matrix(X), "linear"),
+                           problem.C, False),
+               DualProblem(problem.machine, problem.y, Kernel(X @ X.T, "precomputed"),
+                           problem.C, False)]
+    for each in layouts:
+        solution = online.solve(each, tol=TOL, epochs=None, random_state=0)
+        assert solution.status == "optimal" and solution.info["finish_time"] > 0
+        assert solution.n_iter <= trigger + 10
+        found = diagnose(each, solution)
+        limits = derived_limits(each, solution.alpha, TOL, reference, 1.0)
+        assert found.kkt_violation <= TOL * (1 + 1e-6)
+        assert _rel(found.dual_objective, reference) <= limits["dual_rel_diff"]
 
 
 def test_max_iter_status():

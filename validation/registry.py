@@ -254,7 +254,9 @@ register(SolverEntry(
 # Online LaRank-style solver (issue 5), bias-free machines only, run as seed 004's
 # online ×∞: epochs=None alternates passes with an S2DO_ALL finish on the support patterns
 # and stops when a whole pass takes no step, i.e. every KKT violation is ≤ ε = 1e-6 in
-# gradient units (S2DO's rule), so its limits are derived from ε as S2DO's.
+# gradient units (S2DO's rule), so its limits are derived from ε as S2DO's.  Rows not
+# solved after msvm.solvers.online.FINISH_AFTER steps per variable get the active-set
+# finish, whose answer the next pass certifies.
 register(SolverEntry(
     name="online", reference="cvxpy", bias=False, tol_arg="tol", tol=1e-6,
     options={"epochs": None, "random_state": 0},

@@ -47,7 +47,7 @@ from msvm._progress import SolverProgress
 from msvm.kernels import KERNEL_CODES, Kernel
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import TIME_SLICE, StallWatch, check_tol
+from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
     STALLED,
@@ -75,9 +75,11 @@ BLAS_THREADS = True
 STRATEGIES = ("s2do_all", "random_pattern_s2do_all", "random_pattern_s2do_pattern")
 DEFAULT_STRATEGY = "s2do_all"
 
-# Return codes of OnlineState.run_pass / finish.
 # Return codes of OnlineState.run_pass / finish beyond those of msvm.solvers._common.
 _NO_MEMORY = 3
+#: With ``epochs=None``, the active-set finish (``finish``) starts once the solver has taken
+#: this many 2-D steps per variable without converging (:func:`msvm.solvers._qp.finish_after`).
+FINISH_AFTER = 200
 _DENSE, _SPARSE, _GRAM = 0, 1, 2
 
 
@@ -197,6 +199,43 @@ def _tables(machine: Machine, fast: bool) -> dict:
                 nubar=tables.nubar, fast=tables.fast, centred=tables.centred)
 
 
+def _state_features(X):
+    """Features of some patterns as ``OnlineState.restore`` takes them: a dense C array,
+    or the CSR parts (data, int32 indices, indptr)."""
+    if sp.issparse(X):
+        csr = sp.csr_matrix(X, dtype=np.float64)
+        csr.sum_duplicates()
+        return csr.data, csr.indices.astype(np.int32), csr.indptr.astype(np.intp)
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _support_export(machine: Machine, C: float, exported: dict, *, gids, labels, alpha, weight,
+                    K, arrays: dict, features, n_kernel_evaluations: int) -> dict:
+    """``exported`` (an ``OnlineState.export()`` for ``machine`` at ``C``) with its support
+    patterns replaced by the rows of ``alpha``: patterns ``gids`` with their ``labels``,
+    ``weight``, kernel block ``K`` among them, :func:`batch_arrays` and features
+    (:func:`_state_features`); their scores and gradients computed exactly."""
+    labels = np.asarray(labels, dtype=np.intp)
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    nu = machine.nu * machine.active[:, :, None]
+    beta = np.einsum("ip,ipc->ic", alpha, nu[labels])  # uncentred, as the state keeps it
+    # Uncentred scores K'β, K' = K + diag(shift / w) (per-example shift, msvm.problem).
+    F = K @ beta + (machine.kernel_shift(C) / weight)[:, None] * beta
+    S = F.sum(axis=1)
+    nubar = machine.nu_centered * machine.active[:, :, None]
+    Fbar = F - S[:, None] / machine.n_classes if machine.sum_to_zero else F
+    gam = np.where(machine.active, machine.gamma, 0.0)[labels]
+    G = np.where(machine.active[labels], np.einsum("ipc,ic->ip", nubar[labels], Fbar) - gam,
+                 0.0)
+    return dict(
+        exported, gids=np.asarray(gids, dtype=np.intp), labels=labels, alpha=alpha, beta=beta,
+        G=G, F=F, S=S, features=features, kd=arrays["kdiag"], wt=weight, sq=arrays["sqnorm"],
+        l1=arrays["l1norm"],
+        J=float(0.5 * np.sum(np.einsum("ip,ip->", alpha, G + gam)) - np.sum(gam * alpha)),
+        n_kernel_evaluations=int(n_kernel_evaluations),
+    )
+
+
 # ------------------------------------------------------------------ driving
 def _drive(state, method: str, budget: list, slice_: float, tick) -> int:
     """Call ``state.run_pass`` or ``state.finish`` in time slices until it returns.
@@ -226,7 +265,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_size: float = 200.0, online_strategy: str = DEFAULT_STRATEGY, epochs=1,
           random_state=None, trace: float | None = None, test_set=None,
           blas_threads: int | None = 1, keep_state: bool = False,
-          fast: bool = True, block_steps: bool = True, lazy: bool = True) -> DualSolution:
+          fast: bool = True, block_steps: bool = True, lazy: bool = True,
+          finish: bool = True) -> DualSolution:
     """Solve the bias-free dual with the online solver.
 
     Parameters
@@ -285,6 +325,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         well below the leader's keeps that upper bound and is rescanned only
         when the bound matters (``info["n_cold_visits"]``).  The first
         variable and the stopping test stay exact.
+    finish : bool
+        With ``epochs=None``, as S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`):
+        on a small problem not solved after :data:`FINISH_AFTER` steps per
+        variable (counting at least 500), the primal active-set method on the
+        dense dual (:func:`~msvm.solvers._qp.finish`; its m² kernel values are
+        counted); if it reaches its optimum, the solver's support patterns are
+        rebuilt from its α and the passes go on from there, the next one
+        certifying it (default).  ``info["finish_time"]`` is its time.
     keep_state : bool
         Put the solver's final state (support patterns, their gradients, the
         scheduler) in ``info["online_state"]`` so that a stream can continue
@@ -312,21 +360,26 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     layout, n_features, gram = _layout(kernel)
     curve = None if trace is None else BuildUpCurve(trace, kernel, test_set)
     clock = Clock(curve)
-    state = new_state(
-        problem.machine, problem.C, layout=layout, n_features=n_features,
-        kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
-        degree=kernel.degree, coef0=kernel.coef0, gram=gram, n_gid=m, tol=tol,
-        strategy=strategy, cache_size=cache_size, seed=_seed(rng),
-        kcost=_kcost(layout, kernel.X if layout != _GRAM else None), fast=bool(fast),
-    )
-    state.block_steps = state.fast and bool(block_steps)
-    state.lazy_enabled = bool(lazy)
+    def empty_state():
+        fresh = new_state(
+            problem.machine, problem.C, layout=layout, n_features=n_features,
+            kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
+            degree=kernel.degree, coef0=kernel.coef0, gram=gram, n_gid=m, tol=tol,
+            strategy=strategy, cache_size=cache_size, seed=_seed(rng),
+            kcost=_kcost(layout, kernel.X if layout != _GRAM else None), fast=bool(fast),
+        )
+        fresh.block_steps = fresh.fast and bool(block_steps)
+        fresh.lazy_enabled = bool(lazy)
+        return fresh
+
+    state = empty_state()
     arrays = batch_arrays(None if layout == _GRAM else kernel.X, kernel.name, kernel.gamma,
                           kernel.degree, kernel.coef0, gram)
     y = np.ascontiguousarray(problem.y, dtype=np.intp)
     weight = np.ascontiguousarray(problem.sample_weight, dtype=np.float64)
     gids = np.arange(m, dtype=np.intp)
     budget = [max_steps]
+    handover = _qp.Handover(problem, FINISH_AFTER, finish and epochs is None)
     epoch = 0
     phase = "pass"
     progress = SolverProgress("online", tol, enabled=verbose, unit="steps")
@@ -355,6 +408,44 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                             extra=f"epoch {epoch + 1} {phase} {state.pos}/{m}  support "
                                   f"patterns {state.n_sp}")
 
+    def full_alpha() -> np.ndarray:
+        gids_sp, _, alpha_sp, _ = state.support()
+        alpha = problem.zeros()
+        alpha[gids_sp] = alpha_sp
+        return alpha
+
+    def restart_from(alpha: np.ndarray):
+        """A state whose support patterns are the examples with a non-zero row of α (the
+        counters and the scheduler carried over from the current state)."""
+        gids = np.flatnonzero(np.any(alpha != 0, axis=1))
+        rows = (None if layout == _GRAM else kernel.X[gids])
+        exported = _support_export(
+            problem.machine, problem.C, state.export(), gids=gids, labels=y[gids],
+            alpha=alpha[gids], weight=weight[gids], K=kernel.gram(gids, gids),
+            arrays=batch_arrays(rows, kernel.name, kernel.gamma, kernel.degree, kernel.coef0,
+                                gram, rows=gids if layout == _GRAM else None),
+            features=None if layout == _GRAM else _state_features(rows),
+            n_kernel_evaluations=state.n_kernel_evaluations + len(gids) ** 2)
+        fresh = empty_state()
+        fresh.restore(exported)
+        return fresh
+
+    def run_phase(method: str) -> int | None:
+        """``_drive(method)`` up to the active-set finish's step count; None when the
+        finish replaced the state (the caller starts a new pass)."""
+        nonlocal state
+        left = [handover.cap(budget[0], state.n_steps)]
+        before = left[0]
+        code = _drive(state, method, left, slice_, tick)
+        budget[0] -= before - left[0]
+        if not handover.due(code, state.n_steps, max_steps):
+            return code
+        alpha = full_alpha()
+        if handover.run(problem, alpha, tol, clock()):
+            state = restart_from(alpha)
+            return None
+        return run_phase(method)   # the loop goes on as it was
+
     slice_ = min(TIME_SLICE, np.inf if trace is None else float(trace))
     status = None
     best_J = np.inf
@@ -369,7 +460,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             state.set_batch(arrays["X"], arrays["data"], arrays["indices"], arrays["indptr"],
                             arrays["sqnorm"], arrays["l1norm"], arrays["kdiag"], y, gids,
                             rng.permutation(m).astype(np.intp), weight)
-            code = _drive(state, "run_pass", budget, slice_, tick)
+            code = run_phase("run_pass")
+            if code is None:
+                continue
             if code == BUDGET:
                 status = "max_iter"
                 break
@@ -381,7 +474,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                     status = "optimal"
                     break
                 phase = "finish"
-                code = _drive(state, "finish", budget, slice_, tick)
+                code = run_phase("finish")
+                if code is None:
+                    continue
                 if code in (BUDGET, STALLED) or not state.J < best_J:
                     # An epoch and a finish that did not decrease J: round-off decides.
                     status = "max_iter" if code == BUDGET else "stalled"
@@ -393,9 +488,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         warn_not_converged("online", status, f"max_iter={max_steps} steps",
                            f"in epoch {epoch + 1} with a KKT violation of "
                            f"{state.max_violation():.3e} > tol={tol:g}")
-    gids_sp, _, alpha_sp, _ = state.support()
-    alpha = problem.zeros()
-    alpha[gids_sp] = alpha_sp
+    alpha = full_alpha()
     stats = state.stats()
     return DualSolution(
         alpha=alpha,
@@ -403,13 +496,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         status=status,
         n_iter=int(state.n_steps),
         time=clock(),
-        n_kernel_evaluations=int(state.n_kernel_evaluations),
+        n_kernel_evaluations=int(state.n_kernel_evaluations) + handover.kernel_evaluations,
         solver="online",
         scores=None,
         info={
             "epochs": epoch,
             "strategy": STRATEGIES[strategy],
             "dual_objective_running": float(-state.J),
+            "finish_time": handover.time,
             "max_violation_support": float(state.max_violation()),
             **stats,
             **({"curve": curve.as_dict(), "curve_overhead": curve.overhead}
@@ -505,35 +599,13 @@ class OnlineStream:
         stream = cls(machine, C, kernel, gamma, degree, coef0, n_features, sparse, tol=tol,
                      online_strategy=online_strategy, cache_size=cache_size,
                      random_state=random_state)
-        labels = np.asarray(labels, dtype=np.intp)
-        alpha = np.ascontiguousarray(alpha, dtype=np.float64)
-        nu = machine.nu * machine.active[:, :, None]
-        beta = np.einsum("ip,ipc->ic", alpha, nu[labels])  # uncentred, as the state keeps it
-        arrays = batch_arrays(features, kernel, gamma, degree, coef0)
-        K = Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features)
-        weight = np.ones(len(labels)) if weight is None else np.asarray(weight, dtype=np.float64)
-        # Uncentred scores K'β, K' = K + diag(shift / w) (per-example shift, msvm.problem).
-        F = K @ beta + (machine.kernel_shift(C) / weight)[:, None] * beta
-        S = F.sum(axis=1)
-        nubar = machine.nu_centered * machine.active[:, :, None]
-        Fbar = F - S[:, None] / machine.n_classes if machine.sum_to_zero else F
-        gam = np.where(machine.active, machine.gamma, 0.0)[labels]
-        G = np.where(machine.active[labels], np.einsum("ipc,ic->ip", nubar[labels], Fbar) - gam,
-                     0.0)
         n = len(labels)
-        if sparse:
-            csr = sp.csr_matrix(features, dtype=np.float64)
-            feats = (csr.data, csr.indices.astype(np.int32), csr.indptr.astype(np.intp))
-        else:
-            feats = np.ascontiguousarray(features, dtype=np.float64)
-        exported = stream.state.export()
-        exported.update(
-            gids=np.asarray(gids, dtype=np.intp), labels=labels, alpha=alpha, beta=beta, G=G,
-            F=F, S=S, features=feats, kd=arrays["kdiag"], wt=weight, sq=arrays["sqnorm"],
-            l1=arrays["l1norm"], J=float(0.5 * np.sum(np.einsum("ip,ip->", alpha, G + gam))
-                                         - np.sum(gam * alpha)),
-            n_kernel_evaluations=n * n,
-        )
+        exported = _support_export(
+            machine, C, stream.state.export(), gids=gids, labels=labels, alpha=alpha,
+            weight=np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64),
+            K=Kernel(features, kernel, gamma=gamma, degree=degree, coef0=coef0).block(features),
+            arrays=batch_arrays(features, kernel, gamma, degree, coef0),
+            features=_state_features(features), n_kernel_evaluations=n * n)
         stream.state = stream._new(_seed(stream.rng))
         stream.state.restore(exported)
         stream.n_seen = int(n_seen)
