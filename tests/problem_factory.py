@@ -48,12 +48,13 @@ def generated_cases(n: int = 10):
     return cases
 
 
-def degenerate_llw():
+def degenerate_llw(bias: bool = False):
     """LLW with a linear kernel on 60 points in 8 dimensions, 4 classes: the Gram matrix
     has rank 8, so the dual's Hessian (180 variables) has rank at most 24, where
-    coordinate steps crawl (as on validation row blobs-q5-d20/llw/linear)."""
+    coordinate steps crawl (as on validation row blobs-q5-d20/llw/linear); ``bias``: the
+    machine with a bias."""
     rng = np.random.default_rng(3)
     y = np.arange(60) % 4
     centres = rng.normal(size=(4, 8))
     X = 3.0 * centres[y] / np.linalg.norm(centres, axis=1).max() + rng.normal(size=(60, 8))
-    return make_problem("llw", X, y, kernel="linear", C=10.0)
+    return make_problem("llw", X, y, kernel="linear", C=10.0, bias=bias)

@@ -19,7 +19,7 @@ from msvm.diagnostics import diagnose
 from msvm.problem import DualSolution
 from msvm.solvers import resolve_solver, s2do_bias
 
-from problem_factory import FAMILY, MODELS, blobs, cvxpy_reference, make_problem
+from problem_factory import FAMILY, MODELS, blobs, cvxpy_reference, degenerate_llw, make_problem
 
 
 def _check(problem, solution, reference, tol):
@@ -127,6 +127,24 @@ def test_rho_does_not_change_the_optimum():
     ref = cvxpy_reference(problem)
     for rho in (0.01, 0.1, 1.0, 10.0):
         _check(problem, s2do_bias.solve(problem, tol=1e-9, rho=rho), ref, 1e-9)
+
+
+def test_the_active_set_finish_solves_the_degenerate_inner_problems():
+    """Each inner solve hands its point to the active-set finish of its augmented
+    Lagrangian after S2DO's hand-over passes: without the finish the solve takes more than
+    twice those passes, with it every inner solve ends within a few passes after them, and
+    the answer is the reference optimum (dual, equalities, b)."""
+    from msvm.solvers import _qp, s2do
+
+    problem = degenerate_llw(bias=True)
+    trigger = _qp.finish_after(problem, s2do.FINISH_AFTER)
+    tol = 1e-9   # _check's limits on b hold at this tolerance
+    plain = s2do_bias.solve(problem, tol=tol, finish=False)
+    assert plain.status == "optimal" and plain.n_iter > 2 * trigger
+    solution = s2do_bias.solve(problem, tol=tol)
+    assert solution.info["finish_time"] > 0
+    assert solution.n_iter <= solution.info["outer"] * (trigger + 10)
+    _check(problem, solution, cvxpy_reference(problem), tol)
 
 
 def test_max_iter_warns():

@@ -310,16 +310,18 @@ def finish_after(problem: DualProblem, per_variable: int) -> int | None:
 
 
 class Handover:
-    """Where a coordinate solver's loop hands its point to :func:`finish` (once).
+    """Where a coordinate solver's loop hands its point to :func:`finish` (once, or once
+    more after each :meth:`rearm`).
 
     ``at`` is the pass count of :func:`finish_after` (None: no finish); the
     loop runs at most up to it (:meth:`cap`), and when it stopped there with
-    budget left (:meth:`due`), :meth:`run` runs the finish, which sets
+    budget left (:meth:`due`), :meth:`run` runs the finish, which adds to
     ``time`` and ``kernel_evaluations``.
     """
 
     def __init__(self, problem: DualProblem, per_variable: int, enabled: bool):
-        self.at = finish_after(problem, per_variable) if enabled else None
+        self.passes = finish_after(problem, per_variable) if enabled else None
+        self.at = self.passes
         self.time, self.kernel_evaluations = 0.0, 0
 
     def cap(self, passes: int, used: int) -> int:
@@ -331,39 +333,55 @@ class Handover:
         the finish (its pass count reached, not the budget)."""
         return code == BUDGET and self.at is not None and used < budget
 
-    def run(self, problem: DualProblem, alpha: np.ndarray, tol: float,
-            loop_seconds: float) -> bool:
-        """:func:`finish` on α (in place if it reached its optimum); whether it did."""
+    def rearm(self, used: int) -> None:
+        """Allow one more finish, :func:`finish_after`'s passes after ``used`` (the inner
+        solves of :mod:`msvm.solvers.s2do_bias`, one per outer iteration)."""
+        if self.passes is not None:
+            self.at = used + self.passes
+
+    def run(self, problem: DualProblem, alpha: np.ndarray, tol: float, loop_seconds: float,
+            **augmented) -> bool:
+        """:func:`finish` on α (in place if it reached its optimum; ``augmented``: its
+        ``offset`` and ``targets``); whether it did.  ``time`` and
+        ``kernel_evaluations`` sum over the runs."""
         start = time.perf_counter()
-        finished, self.kernel_evaluations = finish(problem, alpha, tol, loop_seconds)
-        self.time, self.at = time.perf_counter() - start, None
+        finished, evaluations = finish(problem, alpha, tol, loop_seconds, **augmented)
+        self.kernel_evaluations += evaluations
+        self.time += time.perf_counter() - start
+        self.at = None
         return finished
 
 
-def finish(problem: DualProblem, alpha: np.ndarray, tol: float,
-           loop_seconds: float) -> tuple[bool, int]:
+def finish(problem: DualProblem, alpha: np.ndarray, tol: float, loop_seconds: float, *,
+           offset: float = 0.0, targets: np.ndarray | None = None) -> tuple[bool, int]:
     """The active-set finish of a coordinate solver stuck on a badly conditioned problem.
 
     :func:`box_active_set` (or :func:`group_active_set` where a slack group holds
-    several variables) on the dense dual from the solver's point ``alpha``
+    several variables) on the dense bias-free dual from the solver's point ``alpha``
     (tolerance FINISH_TOL·``tol``, at most ``loop_seconds`` or FINISH_MIN_SECONDS):
     ``alpha`` is replaced in place by its answer if it reached its optimum, else
     left as it was, for the solver to go on.  The solver's own stopping test
-    certifies the answer.  Returns (reached, kernel evaluations).
+    certifies the answer.  ``offset`` (added to every Gram entry) and ``targets``
+    (the (Q, P) table γ) give the augmented Lagrangian of a machine with a bias
+    (:mod:`msvm.solvers.s2do_bias`), whose equalities are then the caller's.
+    Returns (reached, kernel evaluations).
     """
     from threadpoolctl import threadpool_limits
 
     deadline = time.perf_counter() + max(loop_seconds, FINISH_MIN_SECONDS)
     qp = build(problem, factor=False)
+    qp.K += offset
+    t = qp.targets if targets is None else targets[problem.y[qp.ii], qp.pp]
     H, x0 = qp.hessian(), alpha[qp.ii, qp.pp]
     options = dict(tol=FINISH_TOL * tol, deadline=deadline, max_iter=10 * qp.n + 100)
     # Faces of a few hundred variables: LAPACK's threads only contend (8x slower).
     with threadpool_limits(limits=1):
         if qp.S.shape[0] and np.any(np.diff(qp.S.indptr) > 1):
+            qp.targets, qp.E = t, np.zeros((0, qp.n))
             x, optimal = group_active_set(qp, H, x0, **options)
         else:
             upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
-            x, optimal = box_active_set(H, qp.targets, upper, x0, **options)
+            x, optimal = box_active_set(H, t, upper, x0, **options)
     if optimal:
         alpha[qp.ii, qp.pp] = clean(problem, qp, x)   # round-off over a capacity
     return optimal, qp.n_kernel_evaluations

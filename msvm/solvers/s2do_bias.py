@@ -73,9 +73,12 @@ no row is computed again.  At the final tolerance a stalled residual also
 halves the inner tolerance.
 
 Machines: every row of the table (the loop reads the machine's arrays; WW,
-CS, LLW, M-SVM² take S2DO's fast path).  Limits: on degenerate duals (a
-linear kernel of rank ≪ m) a pair method needs many steps at tight tol, as
-S2DO without a bias does (10⁶ steps for tol = 1e-7 on a 2-D ATS problem).
+CS, LLW, M-SVM² take S2DO's fast path).  On degenerate duals (a linear kernel
+of rank ≪ m) a pair method needs many steps at tight tol, as S2DO without a
+bias does (10⁶ steps for tol = 1e-7 on a 2-D ATS problem); on a small
+problem S2DO's active-set finish (``finish``) ends each inner solve instead,
+applied to the augmented Lagrangian, which is a bias-free dual.  Larger
+problems keep the limit.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ import numpy as np
 
 from msvm._progress import SolverProgress
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import TIME_SLICE, TOL_FLOOR, StallWatch, check_tol
+from msvm.solvers import TIME_SLICE, TOL_FLOOR, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
     DONE,
@@ -105,7 +108,7 @@ from msvm.solvers._common import (
     start_point,
     warn_not_converged,
 )
-from msvm.solvers.s2do import check_block_size, configure
+from msvm.solvers.s2do import FINISH_AFTER, check_block_size, configure
 
 SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = False
@@ -150,7 +153,7 @@ def supported(problem: DualProblem) -> str | None:
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", rho: float | None = None,
-          inner_fraction: float = INNER_FRACTION, certify: bool = False,
+          inner_fraction: float = INNER_FRACTION, certify: bool = False, finish: bool = True,
           **s2do_options) -> DualSolution:
     """Solve the dual with a bias by the method of multipliers over S2DO.
 
@@ -176,6 +179,13 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         The inner solves' tolerance as a fraction of ``tol`` (0 < · ≤ 1).
     certify : bool
         Recompute the float64 scores at the end from the cached rows.
+    finish : bool
+        S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`) for every inner
+        solve: on a small problem, an inner solve not converged after
+        :data:`~msvm.solvers.s2do.FINISH_AFTER` passes per variable hands its
+        point to :func:`~msvm.solvers._qp.finish` on the augmented Lagrangian
+        (the Gram matrix plus ρ, the shifted targets), whose answer the loop's
+        test certifies (default).  ``info["finish_time"]`` sums its times.
     **s2do_options
         The accelerations of :func:`msvm.solvers.s2do.solve` (``shrinking``,
         ``fast``, ``lazy``, ``block_steps``, ``block_size``, ``focus``,
@@ -227,19 +237,27 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                                  offset=rho)
     gamma = targets(b)
     shared = tables.shared()
-    shared["gamma"] = gamma
     inner_tol = max(inner_fraction * tol, 1e-12)
     with limit_blas_threads(blas_threads):
         complete_at = fill_gram(cache, threads, s2do_options.get("prefetch", True),
                                 watch=s2do_options.get("tune_threads", True))
-        state = S2DOState(
-            cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
-            tol=inner_tol, centred=tables.centred,
-            shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
-            n_threads=threads, **shared,
-        )
-    configure(state, complete_at=complete_at,
-              **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
+
+    def new_state(tol: float):
+        """The compiled loop's state on α and the current targets ``gamma``."""
+        with limit_blas_threads(blas_threads):
+            fresh = S2DOState(
+                cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
+                tol=tol, centred=tables.centred,
+                shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
+                n_threads=threads, **dict(shared, gamma=gamma),
+            )
+        configure(fresh, complete_at=complete_at,
+                  **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
+        return fresh
+
+    state = new_state(inner_tol)
+    # Counters of the states an inner finish replaced.
+    earlier = {"n_iter": 0, "n_steps": 0}
 
     progress = SolverProgress("s2do_bias", tol, enabled=verbose)
     final_tol = max(inner_fraction * tol, TOL_FLOOR)
@@ -258,29 +276,51 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     verified = None
     where = {"outer": 0, "residual": float(np.max(np.abs(residual), initial=0.0))}
 
-    watch = ContentionWatch(threads if state.tune_threads else 1, state.set_threads, TIME_SLICE)
+    watch = ContentionWatch(threads if state.tune_threads else 1,
+                            lambda n: state.set_threads(n), TIME_SLICE)
+    handover = _qp.Handover(problem, FINISH_AFTER, finish)
+
+    def used() -> int:
+        return earlier["n_iter"] + state.n_iter
 
     def run() -> int:
         with limit_blas_threads(blas_threads):
-            return state.run(max(budget - state.n_iter, 0), watch.slice_length)
+            return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
+
+    def inner_solve() -> int:
+        """The loop to its tolerance, through an active-set finish of its augmented
+        Lagrangian if it runs long on a small problem."""
+        nonlocal state
+        handover.rearm(used())
+        code = drive(run, after, StallWatch(state.objective))
+        if handover.due(code, used(), budget):
+            state.settle()
+            if handover.run(problem, alpha, state.tol, clock(), offset=rho, targets=gamma):
+                earlier["n_iter"] += state.n_iter
+                earlier["n_steps"] += state.n_steps
+                state = new_state(state.tol)
+                if watch.serial:
+                    state.set_threads(1)
+            code = drive(run, after, StallWatch(state.objective))
+        state.settle()
+        return code
 
     def after(code: int) -> None:
         watch.after_slice()
         if progress.due(final=False):
-            progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+            progress.report(used(), state.max_violation, dual=-state.objective(),
                             hits=cache.n_hits, misses=cache.n_misses, final=False,
                             extra=f"outer {where['outer']} |Σβ̄| {where['residual']:.1e}")
 
     while True:
-        n_start = state.n_iter
-        code = drive(run, after, StallWatch(state.objective))
-        state.settle()
+        n_start = used()
+        code = inner_solve()
         n_outer += 1
         residual = problem.equality_residual(alpha)
         r_max = float(np.max(np.abs(residual), initial=0.0))
         where.update(outer=n_outer, residual=r_max)
         step = rho * residual
-        history.append((int(state.n_iter - n_start), float(state.tol), r_max))
+        history.append((int(used() - n_start), float(state.tol), r_max))
         if code != DONE:
             break
         # The residual no longer falls fast: the multipliers' steps ρr are too short (a
@@ -313,7 +353,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         else:
             state.retarget(gamma)
     if progress.due(final=True):
-        progress.report(state.n_iter, state.max_violation, dual=-state.objective(),
+        progress.report(used(), state.max_violation, dual=-state.objective(),
                         hits=cache.n_hits, misses=cache.n_misses, final=True,
                         extra=f"outer {n_outer} |Σβ̄| {r_max:.1e}")
     progress.close()
@@ -349,9 +389,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         alpha=alpha,
         b=U @ (U.T @ b),
         status=status,
-        n_iter=int(state.n_iter),
+        n_iter=used(),
         time=elapsed,
-        n_kernel_evaluations=int(cache.n_kernel_evaluations),
+        n_kernel_evaluations=int(cache.n_kernel_evaluations) + handover.kernel_evaluations,
         solver="s2do_bias",
         scores=F,
         certified_scores=certified,
@@ -363,13 +403,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_checks": n_checks,
             "rho_growths": n_growths,
             "outer_history": history,
-            "n_steps": int(state.n_steps),
+            "n_steps": int(earlier["n_steps"] + state.n_steps),
             "n_threads": threads,
             "n_serial_switches": watch.n_serial,
             "cache_hits": int(cache.n_hits),
             "cache_misses": int(cache.n_misses),
             "cache_rows": int(cache.capacity),
             "certify_time": certify_time,
+            "finish_time": handover.time,
         },
     )
 
