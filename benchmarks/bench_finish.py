@@ -1,17 +1,18 @@
 """The active-set finish of the coordinate solvers on small problems: with it and without.
 
-S2DO and the ``linear`` solver hand a small problem they have not solved after a
-number of passes per variable to :func:`msvm.solvers._qp.finish` (``finish=True``,
-the default).  This benchmark fits every small problem of the validation suite
-(``validation/problems.py``: 60 to 178 points) with WW, CS and LLW, a linear and an
-RBF kernel, C = 1 and C = 100, at the default ``tol`` (1e-3), with the finish and
-without, and one-vs-one ``SVC`` with the same kernel and C as the peer.  Times are
-medians of 3 fits (1 for a fit over 2 s) as ``fit`` runs them, one thread, in this
-process.  Writes
+S2DO, the ``linear`` solver, the online solver run to optimality (``epochs=None``)
+and S2DO with a bias (every inner solve) hand a small problem they have not solved
+after a number of passes (online: steps) per variable to
+:func:`msvm.solvers._qp.finish` (``finish=True``, the default).  This benchmark fits
+every small problem of the validation suite (``validation/problems.py``: 60 to 178
+points) with WW, CS and LLW, a linear and an RBF kernel, C = 1 and C = 100, at the
+default ``tol`` (1e-3), with the finish and without, and one-vs-one ``SVC`` with the
+same kernel and C as the peer (it always fits a bias).  Times are medians of 3 fits
+(1 for a fit over 2 s) as ``fit`` runs them, one thread, in this process.  Writes
 ``benchmarks/results/<tag>.jsonl``, ``.csv``, ``.txt`` and ``-times.png`` (time
 without the finish against time with it)::
 
-    python -m benchmarks.bench_finish --tag finish
+    python -m benchmarks.bench_finish --tag finish [--solvers s2do,linear,online,s2do_bias]
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ FIELDS = ["problem", "model", "kernel", "C", "solver", "m", "n_variables", "fini
 MODELS = ("ww", "cs", "llw")
 KERNELS = ("linear", "rbf")
 CS = (1.0, 100.0)
+SOLVERS = ("s2do", "linear", "online", "s2do_bias")
+#: Estimator parameters of each solver beyond the solver's name (the online solver runs to
+#: tol; S2DO with a bias is the default solver of a machine with one).
+PARAMS = {"s2do": {}, "linear": {}, "online": {"epochs": None},
+          "s2do_bias": {"solver": "auto", "fit_intercept": True}}
+#: Hand-over point per variable: passes (online: 2-D steps).
+PER_VARIABLE = {"s2do_bias": "s2do"}
 
 
 def timed_fit(make, X, y, repeat: int = 3) -> tuple[float, object]:
@@ -73,14 +81,16 @@ def run_case(name: str, X, y, model: str, kernel: str, C: float, solver: str) ->
 
     from msvm.solvers import _qp, get_solver
 
-    params = dict(model=model, kernel=kernel, C=C, solver=solver, random_state=0)
+    params = dict(dict(model=model, kernel=kernel, C=C, solver=solver, random_state=0),
+                  **PARAMS[solver])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t_on, on = timed_fit(lambda: _Fit(True, **params), X, y)
         t_off, off = timed_fit(lambda: _Fit(False, **params), X, y)
         t_svc, _ = timed_fit(lambda: SVC(kernel=kernel, C=C, gamma="scale"), X, y)
     problem = on.problem
-    finish_after = _qp.finish_after(problem, get_solver(solver).FINISH_AFTER)
+    finish_after = _qp.finish_after(
+        problem, get_solver(PER_VARIABLE.get(solver, solver)).FINISH_AFTER)
     return {"problem": name, "model": model, "kernel": kernel, "C": C, "solver": solver,
             "m": len(y), "n_variables": int(problem.active.sum()),
             "finish_after": finish_after,
@@ -95,7 +105,7 @@ def run_case(name: str, X, y, model: str, kernel: str, C: float, solver: str) ->
 def plot(rows: list[dict], path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 5))
-    for solver, marker in (("s2do", "o"), ("linear", "s")):
+    for solver, marker in zip(SOLVERS, "osD^", strict=True):
         sub = [r for r in rows if r["solver"] == solver]
         ax.scatter([r["time_plain_s"] for r in sub], [r["time_finish_s"] for r in sub],
                    marker=marker, label=solver, alpha=0.7)
@@ -120,8 +130,11 @@ def main(argv=None) -> int:
     parser.add_argument("--tag", default="finish", help="results file stem")
     parser.add_argument("--problems", default=None,
                         help="comma-separated validation problems (default: all)")
+    parser.add_argument("--solvers", default=",".join(SOLVERS),
+                        help=f"comma-separated solvers (default: {','.join(SOLVERS)})")
     args = parser.parse_args(argv)
     names = args.problems.split(",") if args.problems else list(PROBLEMS)
+    solvers = args.solvers.split(",")
     from threadpoolctl import threadpool_limits
 
     rows = []
@@ -132,9 +145,11 @@ def main(argv=None) -> int:
             for model in MODELS:
                 for kernel in KERNELS:
                     for C in CS:
-                        for solver in ("s2do", "linear") if kernel == "linear" else ("s2do",):
+                        for solver in solvers:
+                            if solver == "linear" and kernel != "linear":
+                                continue
                             row = run_case(name, X, y, model, kernel, C, solver)
-                            print(f"{name:13s} {model:3s} {kernel:6s} C={C:<5g} {solver:6s} "
+                            print(f"{name:13s} {model:3s} {kernel:6s} C={C:<5g} {solver:9s} "
                                   f"{row['time_plain_s']:8.3f} -> {row['time_finish_s']:7.3f} s"
                                   f" ({row['passes_plain']} -> {row['passes_finish']} passes)",
                                   flush=True)
@@ -152,6 +167,14 @@ def main(argv=None) -> int:
     lines.append(f"ratio with/without over all fits: median {statistics.median(ratios):.2f}, "
                  f"max {max(ratios):.2f}; over the slow ones: median "
                  f"{statistics.median([r['ratio'] for r in slow]) if slow else float('nan'):.2f}")
+    for solver in solvers:
+        sub = [r for r in slow if r["solver"] == solver]
+        if sub:
+            lines.append(f"{solver}: {len(sub)} slow fits, ratio median "
+                         f"{statistics.median(r['ratio'] for r in sub):.2f}, max "
+                         f"{max(r['ratio'] for r in sub):.2f}; summed time "
+                         f"{sum(r['time_plain_s'] for r in sub):.2f} -> "
+                         f"{sum(r['time_finish_s'] for r in sub):.2f} s")
     lines.append(f"every fit optimal: {all(r['status'] == 'optimal' for r in rows)}")
     text = "\n".join(lines)
     (RESULTS / f"{args.tag}.txt").write_text(text + "\n")
