@@ -38,7 +38,8 @@ FINISH_MAX_VARIABLES = 2000
 #: ... counts at least this many when it sets the passes before it (:func:`finish_after`:
 #: on a smaller problem its fixed cost, a few ms, is the cost of the whole fit), ...
 FINISH_MIN_VARIABLES = 500
-#: ... may take as long as the solver's loop before it, and at least this many seconds, ...
+#: ... may take (all its runs in one solve) as long as the solve before it, and at least
+#: this many seconds, ...
 FINISH_MIN_SECONDS = 1.0
 #: ... and has its own tolerance, this fraction of the loop's (whose test then certifies).
 FINISH_TOL = 0.1
@@ -342,23 +343,27 @@ class Handover:
     def run(self, problem: DualProblem, alpha: np.ndarray, tol: float, loop_seconds: float,
             **augmented) -> bool:
         """:func:`finish` on α (in place if it reached its optimum; ``augmented``: its
-        ``offset`` and ``targets``); whether it did.  ``time`` and
-        ``kernel_evaluations`` sum over the runs."""
+        ``offset`` and ``targets``); whether it did.  All the runs together take at most
+        ``loop_seconds`` (the solve's time so far) or FINISH_MIN_SECONDS; ``time`` and
+        ``kernel_evaluations`` sum over them."""
+        seconds = max(loop_seconds, FINISH_MIN_SECONDS) - self.time
+        self.at = None
+        if seconds <= 0:
+            return False
         start = time.perf_counter()
-        finished, evaluations = finish(problem, alpha, tol, loop_seconds, **augmented)
+        finished, evaluations = finish(problem, alpha, tol, seconds, **augmented)
         self.kernel_evaluations += evaluations
         self.time += time.perf_counter() - start
-        self.at = None
         return finished
 
 
-def finish(problem: DualProblem, alpha: np.ndarray, tol: float, loop_seconds: float, *,
+def finish(problem: DualProblem, alpha: np.ndarray, tol: float, seconds: float, *,
            offset: float = 0.0, targets: np.ndarray | None = None) -> tuple[bool, int]:
     """The active-set finish of a coordinate solver stuck on a badly conditioned problem.
 
     :func:`box_active_set` (or :func:`group_active_set` where a slack group holds
     several variables) on the dense bias-free dual from the solver's point ``alpha``
-    (tolerance FINISH_TOL·``tol``, at most ``loop_seconds`` or FINISH_MIN_SECONDS):
+    (tolerance FINISH_TOL·``tol``, for at most ``seconds``):
     ``alpha`` is replaced in place by its answer if it reached its optimum, else
     left as it was, for the solver to go on.  The solver's own stopping test
     certifies the answer.  ``offset`` (added to every Gram entry) and ``targets``
@@ -368,7 +373,7 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, loop_seconds: fl
     """
     from threadpoolctl import threadpool_limits
 
-    deadline = time.perf_counter() + max(loop_seconds, FINISH_MIN_SECONDS)
+    deadline = time.perf_counter() + seconds
     qp = build(problem, factor=False)
     qp.K += offset
     t = qp.targets if targets is None else targets[problem.y[qp.ii], qp.pp]

@@ -360,7 +360,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     layout, n_features, gram = _layout(kernel)
     curve = None if trace is None else BuildUpCurve(trace, kernel, test_set)
     clock = Clock(curve)
+
     def empty_state():
+        """A state without support patterns, with the solve's switches."""
         fresh = new_state(
             problem.machine, problem.C, layout=layout, n_features=n_features,
             kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
@@ -418,7 +420,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         """A state whose support patterns are the examples with a non-zero row of α (the
         counters and the scheduler carried over from the current state)."""
         gids = np.flatnonzero(np.any(alpha != 0, axis=1))
-        rows = (None if layout == _GRAM else kernel.X[gids])
+        rows = None if layout == _GRAM else kernel.X[gids]
         exported = _support_export(
             problem.machine, problem.C, state.export(), gids=gids, labels=y[gids],
             alpha=alpha[gids], weight=weight[gids], K=kernel.gram(gids, gids),
