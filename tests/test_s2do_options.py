@@ -453,6 +453,33 @@ def test_box_active_set_descends_to_the_optimum_from_any_feasible_point():
         assert np.abs(g[inside]).max(initial=0.0) <= 1e-9
 
 
+def test_projected_search_finds_the_minimum_along_the_projected_path():
+    """The search's point is the best of the projected path P[x + s d] (piecewise
+    quadratic): no point of a fine grid of s beats it, its variables are in the box,
+    and those it reports at a bound are exactly there."""
+    from msvm.solvers import _qp
+
+    rng = np.random.default_rng(4)
+    for trial in range(20):
+        n = 30
+        A = rng.normal(size=(n, n // 3 if trial % 2 else n))   # singular for odd trials
+        H = A @ A.T
+        upper = rng.uniform(0.5, 2.0, n)
+        x = rng.uniform(0.05, 0.95) * upper
+        g = rng.normal(size=n)
+        d = -g + 0.5 * rng.normal(size=n)
+        if g @ d >= 0:
+            d = -g
+        y, down, up = _qp._projected_search(H, g, d, x, upper)
+
+        path = np.clip(x + np.linspace(0.0, 50.0, 20001)[:, None] * d, 0.0, upper)
+        step = np.vstack([y, path]) - x
+        J = step @ g + 0.5 * np.einsum("ij,jk,ik->i", step, H, step)   # J(·) − J(x)
+        assert J[0] <= J[1:].min() + 1e-9 * max(1.0, abs(J[0]))
+        assert np.all((y >= 0) & (y <= upper))
+        assert np.all(y[down] == 0.0) and np.all(y[up] == upper[up])
+
+
 def test_group_active_set_reaches_the_crammer_singer_optimum():
     """Crammer–Singer's slack group is the whole example (Σ_k α_ik ≤ C): from α = 0
     and from a random feasible point the grouped method ends feasible, at an ε-KKT

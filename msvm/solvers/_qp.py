@@ -400,11 +400,13 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
     iteration takes the face of the box the iterate lies on (the variables
     strictly inside move, the others stay at their bounds), solves it by one
     dense solve, and searches exactly along the step towards that face's
-    minimiser, as far as the box allows: variables that block join their bound.
-    At a face minimiser every bound variable whose gradient points into the box
-    is released.  Where coordinate steps crawl (a singular or badly conditioned
-    face: a low-rank kernel, LLW's many free variables) this ends in a few dense
-    solves.
+    minimiser projected on the box (:func:`_projected_search`): variables that
+    reach a bound on the way join it, many in one iteration where the start is
+    far from the optimum's face.  At a face minimiser every bound variable whose
+    gradient points into the box is released.  The objective falls strictly
+    from one face minimiser to the next, so none is visited twice.  Where
+    coordinate steps crawl (a singular or badly conditioned face: a low-rank
+    kernel, LLW's many free variables) this ends in a few dense solves.
 
     A face counts as solved, and a bound variable as violating, beyond ``tol``
     in gradient units (below it, round-off would make the method release and
@@ -427,20 +429,12 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
             slope = float(gf @ d)
             if not slope < 0:   # an inaccurate solve: the steepest descent on the face
                 d, slope = -gf, -float(gf @ gf)
-            curvature = float(d @ H_ff @ d)
-            xf, uf = x[idx], upper[idx]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                room = np.where(d < 0, xf / -d, np.where(d > 0, (uf - xf) / d, np.inf))
-            limit = float(room.min())
-            step = min(limit, -slope / curvature if curvature > 0 else np.inf)
-            if not np.isfinite(step):
+            found = _projected_search(H_ff, gf, d, x[idx], upper[idx])
+            if found is None:
                 return x, False     # unbounded along d: cannot happen on a convex dual
-            x[idx] = np.minimum(np.maximum(xf + step * d, 0.0), uf)
-            if step >= limit:       # blocked: those variables join their bound
-                hit = room <= limit
-                down, up = idx[hit & (d < 0)], idx[hit & (d > 0)]
-                x[down], lower[down] = 0.0, True
-                x[up], at_upper[up] = upper[up], True
+            x[idx], down, up = found   # those variables joined their bound
+            lower[idx[down]] = True
+            at_upper[idx[up]] = True
             continue
         release_low, release_up = lower & (g < -tol), at_upper & (g > tol)
         if not (release_low.any() or release_up.any()):
@@ -448,6 +442,53 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
         lower &= ~release_low
         at_upper &= ~release_up
     return x, False
+
+
+def _projected_search(H_ff: np.ndarray, g: np.ndarray, d: np.ndarray, x: np.ndarray,
+                      upper: np.ndarray):
+    """The exact minimiser of the quadratic objective (Hessian ``H_ff``, gradient ``g``
+    at x, 0 < x < upper) along the projected path P[x + s d], s ≥ 0, of a descent
+    direction d.
+
+    The path is piecewise linear: at its breakpoints (in order of s) one variable
+    reaches its bound and leaves the direction, so the objective is a quadratic
+    in s on each piece, whose slope and curvature are kept in O(n) per
+    breakpoint.  The search stops in the first piece where the slope turns
+    non-negative.  Returns (y, down, up), down/up marking the variables put at 0
+    and at ``upper`` (exactly), or None when the objective is unbounded along it.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(d < 0, x / -d, np.where(d > 0, (upper - x) / d, np.inf))
+    direction = d.copy()
+    moved = np.zeros_like(x)          # y − x
+    H_moved = np.zeros_like(x)        # H_ff (y − x)
+    H_direction = H_ff @ direction
+    s = 0.0
+    for j in np.argsort(room, kind="stable"):
+        slope = float((g + H_moved) @ direction)
+        curvature = float(direction @ H_direction)
+        if slope >= 0.0:
+            break
+        if curvature > 0.0 and s - slope / curvature <= room[j]:
+            step = -slope / curvature
+            moved += step * direction
+            break
+        if not np.isfinite(room[j]):
+            return None
+        step = room[j] - s
+        moved += step * direction
+        H_moved += step * H_direction
+        s = room[j]
+        bound = -x[j] if d[j] < 0 else upper[j] - x[j]   # the variable at its bound, exactly
+        H_moved += (bound - moved[j]) * H_ff[j]
+        moved[j] = bound
+        H_direction -= direction[j] * H_ff[j]
+        direction[j] = 0.0
+    y = np.minimum(np.maximum(x + moved, 0.0), upper)
+    reached = np.isfinite(room) & (room <= s)
+    down, up = reached & (d < 0), reached & (d > 0)
+    y[down], y[up] = 0.0, upper[up]
+    return y, down, up
 
 
 def group_active_set(qp: ExplicitQP, H: np.ndarray, x: np.ndarray, *, tol: float,
