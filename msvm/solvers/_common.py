@@ -504,6 +504,24 @@ def fill_gram(cache, threads: int, prefetch: bool = True, watch: bool = True) ->
     return 0
 
 
+class Counters:
+    """A compiled loop's counters summed over the states of one solve: the active-set
+    finish (:func:`msvm.solvers._qp.finish`) replaces the state, whose counts then
+    start again from zero."""
+
+    def __init__(self, names):
+        self.retired = dict.fromkeys(names, 0)
+
+    def retire(self, state) -> None:
+        """Add the counts of ``state``, about to be replaced."""
+        for name in self.retired:
+            self.retired[name] += getattr(state, name)
+
+    def total(self, state, name: str) -> int:
+        """Counter ``name`` over the retired states and ``state``, the current one."""
+        return int(self.retired[name] + getattr(state, name))
+
+
 class Clock:
     """Solver time: wall-clock seconds since creation minus the time spent on curve points.
 

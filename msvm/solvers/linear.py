@@ -44,6 +44,7 @@ from msvm.solvers._common import (
     STALLED,
     STATUS,
     TIME_UP,
+    Counters,
     check_trace,
     drive,
     iteration_budget,
@@ -227,8 +228,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         )
 
     state = new_state()
-    # Counters of a state the active-set finish replaced (see `finish`).
-    earlier = dict.fromkeys(_COUNTERS, 0)
+    counters = Counters(_COUNTERS)
     handover = _qp.Handover(problem, FINISH_AFTER, finish)
     points = []
 
@@ -242,7 +242,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     def count(name: str) -> int:
         """A counter of the loop, over every state it ran on."""
-        return int(earlier[name] + getattr(state, name))
+        return counters.total(state, name)
 
     def record():
         points.append((time.perf_counter() - start, dual(), float(state.last_pass_max),
@@ -276,8 +276,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     if to_finish(code):
         if handover.run(problem, alpha, tol, time.perf_counter() - start):
             # A new state on the finish's α; else the loop goes on as it was.
-            for name in _COUNTERS:
-                earlier[name] += getattr(state, name)
+            counters.retire(state)
             state = new_state()
         code = drive(run, after, StallWatch(lambda: -dual()))
     progress.close()

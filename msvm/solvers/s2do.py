@@ -38,6 +38,7 @@ from msvm.solvers._common import (
     TIME_UP,
     Clock,
     ContentionWatch,
+    Counters,
     check_trace,
     drive,
     fill_gram,
@@ -264,8 +265,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     with limit_blas_threads(blas_threads):
         complete_at = fill_gram(cache, threads, prefetch, watch=tune_threads)
     state = new_state()
-    # Counters of the states an active-set finish replaced (see `finish`).
-    earlier = dict.fromkeys(_COUNTERS, 0)
+    counters = Counters(_COUNTERS)
     handover = _qp.Handover(problem, FINISH_AFTER, finish)
     points = []
 
@@ -289,7 +289,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     def count(name: str) -> int:
         """A counter of the loop, over every state it ran on."""
-        return int(earlier[name] + getattr(state, name))
+        return counters.total(state, name)
 
     def used() -> int:
         return count("n_iter")
@@ -318,8 +318,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         state.settle()
         if handover.run(problem, alpha, tol, clock()):
             # A new state on the finish's α; else the loop goes on as it was.
-            for name in _COUNTERS:
-                earlier[name] += getattr(state, name)
+            counters.retire(state)
             state = new_state()
             if watch.serial:
                 state.set_threads(1)

@@ -98,6 +98,7 @@ from msvm.solvers._common import (
     STATUS,
     Clock,
     ContentionWatch,
+    Counters,
     drive,
     fill_gram,
     float32,
@@ -256,8 +257,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         return fresh
 
     state = new_state(inner_tol)
-    # Counters of the states an inner finish replaced.
-    earlier = {"n_iter": 0, "n_steps": 0}
+    counters = Counters(("n_iter", "n_steps"))
 
     progress = SolverProgress("s2do_bias", tol, enabled=verbose)
     final_tol = max(inner_fraction * tol, TOL_FLOOR)
@@ -281,7 +281,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     handover = _qp.Handover(problem, FINISH_AFTER, finish)
 
     def used() -> int:
-        return earlier["n_iter"] + state.n_iter
+        return counters.total(state, "n_iter")
 
     def run() -> int:
         with limit_blas_threads(blas_threads):
@@ -296,8 +296,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if handover.due(code, used(), budget):
             state.settle()
             if handover.run(problem, alpha, state.tol, clock(), offset=rho, targets=gamma):
-                earlier["n_iter"] += state.n_iter
-                earlier["n_steps"] += state.n_steps
+                counters.retire(state)
                 state = new_state(state.tol)
                 if watch.serial:
                     state.set_threads(1)
@@ -403,7 +402,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "n_checks": n_checks,
             "rho_growths": n_growths,
             "outer_history": history,
-            "n_steps": int(earlier["n_steps"] + state.n_steps),
+            "n_steps": counters.total(state, "n_steps"),
             "n_threads": threads,
             "n_serial_switches": watch.n_serial,
             "cache_hits": int(cache.n_hits),
