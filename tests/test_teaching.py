@@ -14,6 +14,9 @@ from msvm.teaching import (
     bias_from_free_svs,
     compare_binary,
     compare_multiclass,
+    face_report,
+    faces_along_s2do,
+    finish_runs,
     hard_margin_svm,
     kernel_matrix,
     kkt_classification,
@@ -273,6 +276,55 @@ def test_bound_path_orders_loo_count_and_bound():
         assert r["loo_errors"] <= r["n_candidates"] <= r["bound"]
 
 
+# ---------------------------------------------------------------- conditioning
+def _dual(model, X, y, kernel, C=100.0):
+    from msvm import MultiClassSVC
+
+    return MultiClassSVC(model=model, C=C, kernel=kernel, gamma=0.5).prepare_fit(X, y).problem
+
+
+def test_face_hessian_rank_follows_the_kernel_rank():
+    """With every variable free (α = C/2): a linear kernel on 2-D points has rank 2, so
+    LLW's face Hessian has rank 2·(Q − 1) whatever the number of variables; an RBF Gram
+    matrix is positive definite, so WW's is regular (Schur's product theorem)."""
+    X, y = multiclass_set(4, 40, spread=1.0, random_state=3)
+    Q = 4
+    llw = _dual("llw", X, y, "linear")
+    half = np.where(llw.active, 0.5 * llw.C, 0.0)
+    report = face_report(llw, half)
+    assert report["n_free"] == report["n_variables"] == 40 * (Q - 1)
+    assert report["kernel_rank"] == 2 and report["rank"] == 2 * (Q - 1)
+    ww = _dual("ww", X, y, "rbf")
+    report = face_report(ww, np.where(ww.active, 0.5 * ww.C, 0.0))
+    assert report["rank"] == report["n_free"] == report["n_variables"]
+    assert report["condition"] >= 1.0
+    # A variable at a bound leaves the face.
+    at_bound = half.copy()
+    at_bound[0, np.flatnonzero(llw.active[0])[0]] = llw.C
+    assert face_report(llw, at_bound)["n_free"] == 40 * (Q - 1) - 1
+
+
+def test_faces_along_s2do_climb_to_the_optimum():
+    """S2DO's dual never falls along its passes and stays below the exact optimum's."""
+    X, y = multiclass_set(3, 30, spread=1.0, random_state=4)
+    records = faces_along_s2do(X, y, "msvm2", passes=(10, 100, 1000))
+    duals = [r["dual"] for r in records]
+    assert records[-1]["point"] == "optimum" and records[-1]["kkt_violation"] < 1e-8
+    assert all(a <= b * (1 + 1e-12) for a, b in zip(duals, duals[1:], strict=False))
+    assert all(r["rank"] == r["n_free"] for r in records)   # M-SVM²: k + 1/(2C) is regular
+
+
+def test_finish_runs_end_at_the_hand_over():
+    """The lesson's LLW problem: without the finish more than ten times the hand-over
+    passes, with it a few passes after it; both at the reference dual."""
+    X, y = multiclass_set(4, 80, spread=1.0, random_state=0)
+    plain, finished = finish_runs(X, y, "llw")
+    assert plain["finish_time"] == 0 and plain["passes"] > 10 * plain["handover"]
+    assert finished["finish_time"] > 0 and finished["passes"] <= finished["handover"] + 10
+    assert max(plain["relative_error"], finished["relative_error"]) < 1e-9
+    assert [n for n, _ in plain["trace"]] == sorted(n for n, _ in plain["trace"])
+
+
 def test_teaching_does_not_import_matplotlib():
     code = "import sys, msvm.teaching; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -355,6 +407,19 @@ def test_plot_convergence_draws_each_trace(plt):
         np.testing.assert_allclose(dual.get_ydata(), [t["dual"] for t in r.trace])
         assert f"{r.method} D* − D" in {line.get_label() for line in right.get_lines()}
     assert right.get_yscale() == "log"
+
+
+def test_plot_finish_runs_draws_each_trace_and_the_hand_over(plt):
+    from msvm.teaching.plots import plot_finish_runs
+
+    records = [{"method": "a", "handover": 100, "trace": [(0, 1.0), (50, 0.1), (200, 1e-3)]},
+               {"method": "b", "handover": 100, "trace": [(0, 1.0), (100, 1e-7)]}]
+    ax = plot_finish_runs(records)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["a"].get_ydata(), [1.0, 0.1, 1e-3])
+    np.testing.assert_allclose(lines["b"].get_xdata(), [1, 100])   # pass 0 drawn at 1 (log)
+    assert list(lines["hand-over to the finish"].get_xdata()) == [100, 100]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
 
 
 def test_plot_regions_and_grids(plt):

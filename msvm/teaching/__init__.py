@@ -16,6 +16,9 @@ and compare it with the exact optimum of msvm's reference QP solver:
   (:mod:`msvm.teaching.smo`);
 * :mod:`msvm.teaching.kernels` — the lecture's kernels exactly as written;
 * :func:`compare_binary`, :func:`compare_multiclass` — tables of records;
+* :func:`face_report`, :func:`faces_along_s2do`, :func:`finish_runs` — why a
+  decomposition solver crawls on a singular or badly conditioned face, and
+  the exact face solves that end it (:mod:`msvm.teaching.conditioning`);
 * :mod:`msvm.teaching.plots` — the figures (matplotlib is imported there
   only, so importing :mod:`msvm.teaching` does not need it).
 
@@ -24,6 +27,7 @@ Labels of the binary functions are any two values, coded ±1 (the larger one
 """
 
 from msvm.teaching.compare import compare_binary, compare_multiclass, format_table
+from msvm.teaching.conditioning import face_report, faces_along_s2do, finish_runs
 from msvm.teaching.data import logic_gate, multiclass_set, overlapping_set, separable_set
 from msvm.teaching.kernels import kernel_matrix, make_kernel
 from msvm.teaching.perceptron import (
@@ -57,6 +61,9 @@ __all__ = [
     "compare_binary",
     "compare_multiclass",
     "dual_objective",
+    "face_report",
+    "faces_along_s2do",
+    "finish_runs",
     "format_table",
     "hard_margin_svm",
     "hinge_loss",

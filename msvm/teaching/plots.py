@@ -19,6 +19,7 @@ __all__ = [
     "plot_certificates",
     "plot_convergence",
     "plot_decision_function",
+    "plot_finish_runs",
     "plot_hinge_loss",
     "plot_kernel_regions",
     "plot_multiclass_regions",
@@ -440,4 +441,35 @@ def plot_certificates(records: list[dict], *, ax=None, key: str = "relative_gap"
     ax.set_xticks(range(len(records)), [r["method"] for r in records], rotation=30,
                   ha="right", fontsize=7)
     ax.set_ylabel(key.replace("_", " "))
+    return ax
+
+
+def plot_finish_runs(records: list[dict], *, ax=None):
+    """The largest KKT violation against passes of the runs of
+    :func:`msvm.teaching.finish_runs`, log-log, with the finish's hand-over marked.
+
+    Parameters
+    ----------
+    records : list of dict
+        Each with ``method``, ``trace`` ((passes, violation) pairs) and
+        ``handover``.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One line per record, labelled with its method, and a vertical line
+        labelled ``'hand-over to the finish'``.
+    """
+    ax = _axes(ax)
+    for k, r in enumerate(records):
+        passes = np.array([max(n, 1) for n, _ in r["trace"]])
+        ax.loglog(passes, np.maximum([v for _, v in r["trace"]], 1e-16), color=f"C{k}",
+                  marker=".", label=r["method"])
+    handovers = {r["handover"] for r in records if r.get("handover")}
+    for n in handovers:
+        ax.axvline(n, color="k", ls=":", lw=1, label="hand-over to the finish")
+    ax.set_xlabel("S2DO passes")
+    ax.set_ylabel("largest KKT violation")
+    ax.legend(fontsize=8)
     return ax
