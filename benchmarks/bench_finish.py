@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.runs import fit_with_solution
 
 FIELDS = ["problem", "model", "kernel", "C", "solver", "m", "n_variables", "finish_after",
           "time_finish_s",
@@ -56,21 +57,17 @@ def timed_fit(make, X, y, repeat: int = 3) -> tuple[float, object]:
 
 
 class _Fit:
-    """``MultiClassSVC.fit`` as the estimator runs it (``prepare_fit``, the solver,
-    ``set_solution``), keeping the fitted estimator, its problem and the solver's ``info``."""
+    """An estimator-like ``fit`` (:func:`benchmarks.runs.fit_with_solution`, the finish
+    switched), keeping the fitted estimator, its problem and the solver's ``info``."""
 
     def __init__(self, finish: bool, **params):
         self.finish, self.params = finish, params
 
     def fit(self, X, y):
         from msvm import MultiClassSVC
-        from msvm.solvers import get_solver
 
         est = MultiClassSVC(**self.params)
-        setup = est.prepare_fit(X, y)
-        options = dict(est.solver_options(setup), finish=self.finish)
-        solution = get_solver(setup.solver).solve(setup.problem, **options)
-        est.set_solution(setup, solution)
+        setup, solution = fit_with_solution(est, X, y, finish=self.finish)
         self.estimator, self.problem, self.info = est, setup.problem, solution.info
         return self
 

@@ -72,6 +72,7 @@ from benchmarks.runs import (
     busy_core,
     common_arguments,
     fit_svc,
+    fit_with_solution,
     peak_rss_mb,
     sklearnex_version,
     spawn,
@@ -160,16 +161,11 @@ def fit_msvm(config, X, y, X_test, y_test, n_jobs: int,
                         cache_size=config.cache_size, fit_intercept=config.bias, n_jobs=n_jobs,
                         **(params or {}))
     with window(), warnings.catch_warnings():
-        start = time.perf_counter()
-        setup = est.prepare_fit(X, y)
-        module = get_solver(setup.solver)
-        if "n_jobs" not in module.OPTIONS:
-            est.set_params(n_jobs=None)   # the solver is single-threaded: no "ignored" warning
-        options = est.solver_options(setup)
         warnings.simplefilter("ignore", ConvergenceWarning)   # the status tells
-        solution = module.solve(setup.problem, **options)
-        est.set_solution(setup, solution)
+        start = time.perf_counter()
+        _, solution = fit_with_solution(est, X, y)
         fit_time = time.perf_counter() - start
+    module = get_solver(solution.solver)
     info = solution.info
     hits, misses = info.get("cache_hits", 0), info.get("cache_misses", 0)
     s2do = solution.solver in ("s2do", "s2do_bias")

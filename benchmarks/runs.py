@@ -66,6 +66,22 @@ def answer(row: dict) -> None:
     print(MARKER + json.dumps(row), flush=True)
 
 
+def fit_with_solution(est, X, y, **solver_options):
+    """``est.fit(X, y)`` as the estimator runs it -- ``prepare_fit``, the solver,
+    ``set_solution``: the certificate included -- keeping what ``fit`` hides; returns
+    (setup, solution).  ``solver_options`` go to the solver over the estimator's own;
+    ``n_jobs`` is dropped for a solver that runs on one thread (no "ignored" warning)."""
+    from msvm.solvers import get_solver
+
+    setup = est.prepare_fit(X, y)
+    module = get_solver(setup.solver)
+    if "n_jobs" not in module.OPTIONS:
+        est.set_params(n_jobs=None)
+    solution = module.solve(setup.problem, **dict(est.solver_options(setup), **solver_options))
+    est.set_solution(setup, solution)
+    return setup, solution
+
+
 def best_time(fn: Callable[[], object], repeat: int) -> float:
     """Smallest wall-clock time of ``repeat`` calls of ``fn`` (the least disturbed run)."""
     times = []
