@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, write
+from benchmarks.results import header, write, write_summary
 
 FIELDS = ["config", "m", "passes", "steps", "fit_s", "n_variables", "n_free", "n_at_bound",
           "rank", "condition"]
@@ -74,9 +74,7 @@ def main(argv=None) -> int:
         ww, llw = by[f"{data}-ww"], by[f"{data}-llw"]
         lines.append(f"{data}: LLW/WW passes {llw['passes'] / ww['passes']:.1f}, "
                      f"condition {llw['condition'] / ww['condition']:.1f}")
-    text = "\n".join(lines)
-    (RESULTS / f"{args.tag}.txt").write_text(text + "\n")
-    print(text)
+    write_summary(lines, args.tag)
     return 0
 
 

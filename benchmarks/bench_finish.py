@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.results import RESULTS, header, pyplot, write, write_summary
 from benchmarks.runs import fit_with_solution
 
 FIELDS = ["problem", "model", "kernel", "C", "solver", "m", "n_variables", "finish_after",
@@ -173,9 +173,7 @@ def main(argv=None) -> int:
                          f"{sum(r['time_plain_s'] for r in sub):.2f} -> "
                          f"{sum(r['time_finish_s'] for r in sub):.2f} s")
     lines.append(f"every fit optimal: {all(r['status'] == 'optimal' for r in rows)}")
-    text = "\n".join(lines)
-    (RESULTS / f"{args.tag}.txt").write_text(text + "\n")
-    print(text)
+    write_summary(lines, args.tag)
     return 0
 
 

@@ -55,6 +55,17 @@ def write_csv(rows: list[dict], path: Path, fields: list[str]) -> Path:
     return path
 
 
+def write_summary(lines: list[str], tag: str) -> Path:
+    """``results/<tag>.txt``: the summary ``lines`` (the first one a :func:`header`),
+    also printed."""
+    text = "\n".join(lines)
+    path = RESULTS / f"{tag}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+    print(text)
+    return path
+
+
 def strip_paths(text: str) -> str:
     """``text`` without this machine's absolute paths (results files keep none).
 
