@@ -427,6 +427,56 @@ def test_the_active_set_finish_solves_a_degenerate_problem():
     assert _rel(found.dual_objective, reference) <= limits["dual_rel_diff"]
 
 
+def test_the_finish_answer_does_not_depend_on_the_clock(monkeypatch):
+    """The finish's allowance is counted work, not seconds: with a clock that jumps a
+    thousand seconds at every reading (a very slow or busy machine) the fit takes the
+    same path and returns bit for bit the same α."""
+    from msvm.solvers import _qp
+
+    problem = degenerate_llw()
+    expected = s2do.solve(problem, tol=TOL)
+
+    class JumpingClock:
+        now = 0.0
+
+        def perf_counter(self):
+            self.now += 1000.0
+            return self.now
+
+    monkeypatch.setattr(_qp, "time", JumpingClock())
+    slowed = s2do.solve(problem, tol=TOL)
+    assert slowed.info["finish_time"] >= 1000.0   # it ran, under the jumping clock
+    assert slowed.status == expected.status == "optimal"
+    assert np.array_equal(slowed.alpha, expected.alpha)
+
+
+def test_a_finish_out_of_allowance_leaves_the_loop_as_it_was(monkeypatch):
+    """A finish that runs out of its allowance half-way changes nothing: the loop goes on
+    from its own point and ends bit for bit where it ends without the finish."""
+    from msvm.solvers import _qp
+
+    problem = degenerate_llw()
+    plain = s2do.solve(problem, tol=TOL, finish=False)
+    spent = []
+    run = _qp.Handover.run
+
+    def recorded(self, *args, **kwargs):
+        finished = run(self, *args, **kwargs)
+        spent.append((self.work.spent, finished))
+        return finished
+
+    monkeypatch.setattr(_qp.Handover, "run", recorded)
+    s2do.solve(problem, tol=TOL)
+    (needed, finished), = spent
+    assert finished
+    monkeypatch.setattr(_qp, "FINISH_WORK_PER_PASS", 0.0)
+    monkeypatch.setattr(_qp, "FINISH_MIN_WORK", needed / 2)
+    starved = s2do.solve(problem, tol=TOL)
+    assert spent[-1][1] is False and starved.info["finish_time"] > 0
+    assert starved.status == "optimal"
+    assert np.array_equal(starved.alpha, plain.alpha)
+
+
 def test_box_active_set_descends_to_the_optimum_from_any_feasible_point():
     """From α = 0 and from a random feasible point the method reaches its optimum: the
     objective never rises above the start's, and the end point is an ε-KKT point of the
@@ -443,7 +493,7 @@ def test_box_active_set_descends_to_the_optimum_from_any_feasible_point():
     rng = np.random.default_rng(0)
     for start in (np.zeros(qp.n), rng.uniform(0, upper)):
         x, optimal = _qp.box_active_set(H, t, upper, start, tol=1e-9,
-                                        deadline=time.perf_counter() + 60, max_iter=10_000)
+                                        work=_qp.Work(np.inf), max_iter=10_000)
         assert optimal
         assert np.all((x >= 0) & (x <= upper))
         assert J(x) <= J(start)
@@ -496,7 +546,7 @@ def test_group_active_set_reaches_the_crammer_singer_optimum():
     start /= np.maximum((qp.S @ start) / qp.cap, 1.0)[qp.group]
     for x0 in (np.zeros(qp.n), start):
         x, optimal = _qp.group_active_set(qp, H, x0, tol=1e-9,
-                                          deadline=time.perf_counter() + 60, max_iter=10_000)
+                                          work=_qp.Work(np.inf), max_iter=10_000)
         assert optimal
         assert np.all(x >= 0) and np.all(qp.S @ x <= qp.cap * (1 + 1e-12))
         found = diagnose(problem, qp.to_alpha(problem, x))

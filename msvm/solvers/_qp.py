@@ -38,9 +38,11 @@ FINISH_MAX_VARIABLES = 2000
 #: ... counts at least this many when it sets the passes before it (:func:`finish_after`:
 #: on a smaller problem its fixed cost, a few ms, is the cost of the whole fit), ...
 FINISH_MIN_VARIABLES = 500
-#: ... may take (all its runs in one solve) as long as the solve before it, and at least
-#: this many seconds, ...
-FINISH_MIN_SECONDS = 1.0
+#: ... may do (all its runs in one solve) this much work (:class:`Work`) per variable for
+#: each pass of the loop before it (about the loop's own cost, README "Solvers"), and at
+#: least FINISH_MIN_WORK (about a second), ...
+FINISH_WORK_PER_PASS = 4000.0
+FINISH_MIN_WORK = 1e10
 #: ... and has its own tolerance, this fraction of the loop's (whose test then certifies).
 FINISH_TOL = 0.1
 
@@ -310,6 +312,46 @@ def finish_after(problem: DualProblem, per_variable: int) -> int | None:
     return per_variable * max(n, FINISH_MIN_VARIABLES) if n <= FINISH_MAX_VARIABLES else None
 
 
+class Work:
+    """The allowance of :func:`finish`'s dense linear algebra, in estimated floating-point
+    operations, shared by its runs in one solve.
+
+    Counted rather than timed, so that whether a finish ends within it, and so the
+    answer, is the same on every machine and under any load.  The estimates are
+    the leading terms of each operation plus a fixed cost per iteration and per
+    breakpoint of the projected search (the interpreter's, as operations).
+    """
+
+    #: The fixed cost of one iteration of the active-set methods, and of one breakpoint of
+    #: the projected search, in operations.
+    ITERATION = 5e5
+    BREAKPOINT = 5e4
+
+    def __init__(self, allowance: float = 0.0):
+        self.allowance, self.spent = float(allowance), 0.0
+
+    def spend(self, operations: float) -> bool:
+        """Count ``operations``; whether the total is within the allowance."""
+        self.spent += operations
+        return self.spent <= self.allowance
+
+    @classmethod
+    def iteration(cls, n: int, face: int) -> float:
+        """An iteration on ``n`` variables: the gradient (2n²) and the factorisation of a
+        face (or KKT system) of ``face`` rows with its refined solves."""
+        return 2.0 * n * n + face ** 3 / 3.0 + 20.0 * face * face + cls.ITERATION
+
+    @classmethod
+    def search(cls, face: int, breakpoints: int) -> float:
+        """A projected search on ``face`` variables over ``breakpoints`` breakpoints."""
+        return (breakpoints + 1) * (8.0 * face + cls.BREAKPOINT)
+
+    @staticmethod
+    def hessian(qp: ExplicitQP) -> float:
+        """Forming the dense Hessian: K' times every block of W."""
+        return 2.0 * qp.n_blocks * qp.m * qp.m * qp.n
+
+
 class Handover:
     """Where a coordinate solver's loop hands its point to :func:`finish` (once, or once
     more after each :meth:`rearm`).
@@ -322,7 +364,9 @@ class Handover:
 
     def __init__(self, problem: DualProblem, per_variable: int, enabled: bool):
         self.passes = finish_after(problem, per_variable) if enabled else None
+        self.per_variable = per_variable
         self.at = self.passes
+        self.work = Work()
         self.time, self.kernel_evaluations = 0.0, 0
 
     def cap(self, passes: int, used: int) -> int:
@@ -340,30 +384,37 @@ class Handover:
         if self.passes is not None:
             self.at = used + self.passes
 
-    def run(self, problem: DualProblem, alpha: np.ndarray, tol: float, loop_seconds: float,
+    def run(self, problem: DualProblem, alpha: np.ndarray, tol: float, used: int,
             **augmented) -> bool:
         """:func:`finish` on α (in place if it reached its optimum; ``augmented``: its
-        ``offset`` and ``targets``); whether it did.  All the runs together take at most
-        ``loop_seconds`` (the solve's time so far) or FINISH_MIN_SECONDS; ``time`` and
-        ``kernel_evaluations`` sum over them."""
-        seconds = max(loop_seconds, FINISH_MIN_SECONDS) - self.time
+        ``offset`` and ``targets``); whether it did.
+
+        All the runs of one solve share one allowance (:class:`Work`):
+        FINISH_WORK_PER_PASS operations per variable for each of the ``used`` passes
+        the loop has made so far (in its own units, ``per_variable`` of which make one
+        pass's worth), and at least FINISH_MIN_WORK.  ``time`` and
+        ``kernel_evaluations`` sum over the runs.
+        """
+        n = int(problem.active.sum())
+        self.work.allowance = max(FINISH_WORK_PER_PASS * n * used / self.per_variable,
+                                  FINISH_MIN_WORK)
         self.at = None
-        if seconds <= 0:
+        if self.work.spent >= self.work.allowance:
             return False
         start = time.perf_counter()
-        finished, evaluations = finish(problem, alpha, tol, seconds, **augmented)
+        finished, evaluations = finish(problem, alpha, tol, self.work, **augmented)
         self.kernel_evaluations += evaluations
         self.time += time.perf_counter() - start
         return finished
 
 
-def finish(problem: DualProblem, alpha: np.ndarray, tol: float, seconds: float, *,
+def finish(problem: DualProblem, alpha: np.ndarray, tol: float, work: Work, *,
            offset: float = 0.0, targets: np.ndarray | None = None) -> tuple[bool, int]:
     """The active-set finish of a coordinate solver stuck on a badly conditioned problem.
 
     :func:`box_active_set` (or :func:`group_active_set` where a slack group holds
     several variables) on the dense bias-free dual from the solver's point ``alpha``
-    (tolerance FINISH_TOL·``tol``, for at most ``seconds``):
+    (tolerance FINISH_TOL·``tol``, within the allowance ``work``):
     ``alpha`` is replaced in place by its answer if it reached its optimum, else
     left as it was, for the solver to go on.  The solver's own stopping test
     certifies the answer.  ``offset`` (added to every Gram entry) and ``targets``
@@ -373,12 +424,12 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, seconds: float, 
     """
     from threadpoolctl import threadpool_limits
 
-    deadline = time.perf_counter() + seconds
     qp = build(problem, factor=False)
     qp.K += offset
     t = qp.targets if targets is None else targets[problem.y[qp.ii], qp.pp]
+    work.spend(Work.hessian(qp))
     H, x0 = qp.hessian(), alpha[qp.ii, qp.pp]
-    options = dict(tol=FINISH_TOL * tol, deadline=deadline, max_iter=10 * qp.n + 100)
+    options = dict(tol=FINISH_TOL * tol, work=work, max_iter=10 * qp.n + 100)
     # Faces of a few hundred variables: LAPACK's threads only contend (8x slower).
     with threadpool_limits(limits=1):
         if qp.S.shape[0] and np.any(np.diff(qp.S.indptr) > 1):
@@ -393,7 +444,7 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, seconds: float, 
 
 
 def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarray, *,
-                   tol: float, deadline: float, max_iter: int) -> tuple[np.ndarray, bool]:
+                   tol: float, work: Work, max_iter: int) -> tuple[np.ndarray, bool]:
     """Minimise ½xᵀHx − tᵀx over 0 ≤ x ≤ upper by the primal active-set method, from x.
 
     ``x`` must be feasible; every iterate is, and none raises the objective.  Each
@@ -413,15 +464,15 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
     block the same variables in turn).  Returns ``(x, optimal)``, ``optimal``
     by the method's own test (no variable to release at a face minimiser); the
     caller's stopping rule decides.  Stops early after ``max_iter`` iterations
-    or once ``time.perf_counter()`` passes ``deadline``.
+    or when an iteration would exceed the allowance ``work``.
     """
     x = np.minimum(np.maximum(np.array(x, dtype=float), 0.0), upper)
     lower, at_upper = x <= 0.0, x >= upper
     for _ in range(max_iter):
-        if time.perf_counter() > deadline:
+        idx = np.flatnonzero(~(lower | at_upper))
+        if not work.spend(Work.iteration(len(x), idx.size)):
             return x, False
         g = H @ x - t
-        idx = np.flatnonzero(~(lower | at_upper))
         gf = g[idx]
         if idx.size and np.abs(gf).max() > tol:
             H_ff = H[np.ix_(idx, idx)]
@@ -433,6 +484,7 @@ def box_active_set(H: np.ndarray, t: np.ndarray, upper: np.ndarray, x: np.ndarra
             if found is None:
                 return x, False     # unbounded along d: cannot happen on a convex dual
             x[idx], down, up = found   # those variables joined their bound
+            work.spend(Work.search(idx.size, int(down.sum() + up.sum())))
             lower[idx[down]] = True
             at_upper[idx[up]] = True
             continue
@@ -492,7 +544,7 @@ def _projected_search(H_ff: np.ndarray, g: np.ndarray, d: np.ndarray, x: np.ndar
 
 
 def group_active_set(qp: ExplicitQP, H: np.ndarray, x: np.ndarray, *, tol: float,
-                     deadline: float, max_iter: int) -> tuple[np.ndarray, bool]:
+                     work: Work, max_iter: int) -> tuple[np.ndarray, bool]:
     """:func:`box_active_set` for slack groups of several variables (Crammer–Singer):
     minimise ½xᵀHx − tᵀx over x ≥ 0, S x ≤ cap (``qp.S``, ``qp.cap``), from a feasible x.
 
@@ -505,7 +557,7 @@ def group_active_set(qp: ExplicitQP, H: np.ndarray, x: np.ndarray, *, tol: float
     lower = x <= 0.0
     full = S @ x >= cap
     for _ in range(max_iter):
-        if time.perf_counter() > deadline:
+        if not work.spend(Work.iteration(len(x), int((~lower).sum() + full.sum()))):
             return x, False
         g = H @ x - t
         target, mult = _solve_on_active_set(qp, H, ~lower, full, cap)

@@ -274,7 +274,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     code = drive(run, after, StallWatch(lambda: -dual()))
     if to_finish(code):
-        if handover.run(problem, alpha, tol, time.perf_counter() - start):
+        if handover.run(problem, alpha, tol, count("n_iter")):
             # A new state on the finish's α; else the loop goes on as it was.
             counters.retire(state)
             state = new_state()

@@ -443,7 +443,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if not handover.due(code, state.n_steps, max_steps):
             return code
         alpha = full_alpha()
-        if handover.run(problem, alpha, tol, clock()):
+        if handover.run(problem, alpha, tol, state.n_steps):
             state = restart_from(alpha)
             return None
         return run_phase(method)   # the loop goes on as it was

@@ -204,7 +204,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         the dense dual: one solve per face, the objective never rises), then
         go on with the loop from its answer, whose exact stopping test
         certifies it (usually without a further step), or from the loop's own
-        point if the finish ran out of time.  Coordinate steps crawl where the
+        point if the finish ran out of its allowance (counted work, not time:
+        :class:`~msvm.solvers._qp.Work`).  Coordinate steps crawl where the
         free variables' Hessian is singular or badly conditioned (a linear
         kernel of low rank, LLW); the finish does not (default).
         ``info["finish_time"]`` is its time.
@@ -316,7 +317,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     code = drive(run, after, StallWatch(state.objective))
     if to_finish(code):
         state.settle()
-        if handover.run(problem, alpha, tol, clock()):
+        if handover.run(problem, alpha, tol, used()):
             # A new state on the finish's α; else the loop goes on as it was.
             counters.retire(state)
             state = new_state()

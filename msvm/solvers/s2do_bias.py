@@ -295,7 +295,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         code = drive(run, after, StallWatch(state.objective))
         if handover.due(code, used(), budget):
             state.settle()
-            if handover.run(problem, alpha, state.tol, clock(), offset=rho, targets=gamma):
+            if handover.run(problem, alpha, state.tol, used(), offset=rho, targets=gamma):
                 counters.retire(state)
                 state = new_state(state.tol)
                 if watch.serial:
