@@ -42,7 +42,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, pyplot, write
+from benchmarks.results import RESULTS, pyplot, write, write_summary
 from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
 
 EXPERIMENTS = ("variants", "working_sets", "peers")
@@ -230,8 +230,7 @@ def main(argv=None) -> int:
         if any(r["experiment"] == experiment and r.get("history") for r in rows):
             plot_traces(rows, experiment, RESULTS / f"{tag}-{experiment}.png")
     text = tables(rows)
-    (RESULTS / f"{tag}.txt").write_text("\n".join(text) + "\n")
-    print("\n".join(text))
+    write_summary(text, tag)
     return 0
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from benchmarks.configs import LINEAR_CONFIGS
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.results import RESULTS, header, pyplot, write, write_summary
 from benchmarks.runs import answer, common_arguments, spawn
 
 QUICK_SIZES = {"mnist": 5000, "dna": None, "text": 4000}
@@ -284,8 +284,7 @@ def main(argv=None) -> int:
     for c in configs:
         plot(rows, c, RESULTS / f"{tag}-{c}-dual-time.png")
     jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_summary(lines, tag)
     print(f"wrote {jsonl}, {csv_path}, {RESULTS / (tag + '.txt')} and the plots")
     return 0
 

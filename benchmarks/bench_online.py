@@ -45,7 +45,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl
+from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl, write_summary
 from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
 from msvm.solvers.online import STRATEGIES
 
@@ -419,8 +419,7 @@ def report(rows, configs, tag, lines) -> int:
         for path in plot(rows, c, tag):
             lines.append(f"figure: {path.relative_to(RESULTS.parent)}")
     jsonl, csv_path = write(rows, tag)
-    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_summary(lines, tag)
     print(f"wrote {jsonl}, {csv_path}, {RESULTS / (tag + '.txt')}")
     return 0
 

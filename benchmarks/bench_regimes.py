@@ -65,7 +65,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, REGIMES, STANDARD, SVC_C, TARGETS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write, write_jsonl
+from benchmarks.results import RESULTS, header, pyplot, write, write_jsonl, write_summary
 from benchmarks.runs import (
     SVC_PEERS,
     answer,
@@ -513,8 +513,7 @@ def main(argv=None) -> int:
         if plot_ratios(rows, configs, peers, png, title):
             lines.append(f"plot: {png.name}")
     jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_summary(lines, tag)
     print(f"wrote results/{jsonl.name}, results/{csv_path.name}, results/{tag}.txt")
     return 0
 

@@ -45,7 +45,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.results import RESULTS, header, pyplot, write, write_summary
 from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
 
 DEFAULT = ["usps-ww", "usps-cs", "usps-llw", "letter-ww", "letter-cs", "mnist10k-cs"]
@@ -277,8 +277,7 @@ def main(argv=None) -> int:
         lines += plot_scaling([r for r in rows if r["role"] == "scaling"],
                               args.scaling_config, RESULTS / f"{tag}-scaling.png")
     jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_summary(lines, tag)
     print(f"wrote {jsonl}, {csv_path}, {RESULTS / (tag + '.txt')}")
     return 0
 

@@ -36,7 +36,7 @@ import time
 from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write
+from benchmarks.results import RESULTS, header, pyplot, write, write_summary
 from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs"]
@@ -210,8 +210,7 @@ def main(argv=None) -> int:
     plot(rows, configs, settings, png, f"msvm settings, {tag}")
     lines.append(f"plot: {png.name}")
     jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_summary(lines, tag)
     print(f"wrote results/{jsonl.name}, results/{csv_path.name}, results/{tag}.txt, "
           f"results/{png.name}")
     return 0
