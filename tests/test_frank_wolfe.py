@@ -10,6 +10,8 @@ reference's J*, the equality constraints of the bias to 1e-9·C, and b
 reference's b where it is unique.
 """
 
+import time
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -72,6 +74,31 @@ def test_decomposition_matches_reference(model, bias):
     # The scores kept across splits are K'β̄ (no drift from the row updates).
     np.testing.assert_allclose(solution.scores, problem.scores(problem.beta(solution.alpha)),
                                atol=1e-9 * problem.C * len(y))
+
+
+@pytest.mark.parametrize("model", ["ww", "cs"])
+def test_decomposition_does_not_depend_on_the_clock(monkeypatch, model):
+    """Whether the decomposition stops "stalled" is counted in splits, not seconds: with
+    a clock that jumps a thousand seconds at every reading (splits that each take
+    seconds, as the linear problem over every variable of usps does) the solver takes
+    the same path to the same optimum, bit for bit.  Near tol = 1e-9, J stays flat over
+    several splits in a row while the gap still falls."""
+    X, y = blobs(7, 4, 80, spread=2.0)
+    problem = make_problem(model, X, y, C=2.0, bias=True)
+    options = dict(tol=1e-9, working_set_size=12, cache_size=0.05)
+    expected = frank_wolfe.solve(problem, **options)
+
+    class JumpingClock:
+        now = 0.0
+
+        def perf_counter(self):
+            self.now += 1000.0
+            return self.now
+
+    monkeypatch.setattr(time, "perf_counter", JumpingClock().perf_counter)
+    slowed = frank_wolfe.solve(problem, **options)
+    assert slowed.status == expected.status == "optimal"
+    assert np.array_equal(slowed.alpha, expected.alpha)
 
 
 @pytest.mark.parametrize("model", ["ww", "cs", "llw"])

@@ -55,8 +55,9 @@ the gap.  Without bias λ is empty and the bound is the exact gap.  When a
 split leaves α unchanged (B's own equality rows pin it) half of B is drawn
 at random on the next split.  With a bias, one λ for all examples can rank
 first examples whose own sub-problem is already solved on its face (its
-best λ differs): after three splits in a row that needed no vertex step,
-N_B doubles (up to m; ``info['working_set_size']`` is the final size).
+best λ differs): after three splits in a row that needed no vertex step, or
+STALL_SPLITS without progress, N_B doubles (up to m;
+``info['working_set_size']`` is the final size).
 
 The M-SVM² (quadratic slack penalty)
 ------------------------------------
@@ -90,7 +91,7 @@ from msvm._core._frank_wolfe import linear_minimizer
 from msvm._progress import SolverProgress
 from msvm.diagnostics import bias_from_kkt, repair_equality
 from msvm.problem import DualProblem, DualSolution
-from msvm.solvers import StallWatch, check_tol
+from msvm.solvers import check_tol
 from msvm.solvers._common import (
     check_cache_size,
     iteration_budget,
@@ -114,6 +115,12 @@ BLAS_THREADS = True
 
 #: Step variants accepted by ``fw_variant``.
 VARIANTS = ("classic", "away", "pairwise")
+#: The solver stops "stalled" when neither J nor the gap bound has decreased over this
+#: many splits in a row at its largest working set (with a bias N_B doubles instead while
+#: it is below m, see the module docstring), or at once when J is not finite.  Splits,
+#: not seconds: on a large problem one split with the linear problem over every variable
+#: takes seconds.
+STALL_SPLITS = 50
 
 
 class _Solver:
@@ -334,7 +341,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
         stalls = idle = 0
         exact = False
-        progress = StallWatch(solver.objective)
+        best_J = best_bound = np.inf
+        flat_splits = 0
         rng = np.random.default_rng(0)
         while True:
             J = solver.objective()
@@ -397,17 +405,22 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             n_face += block.face.n_steps
             moved = solver.apply(block, rows)
             stalls = 0 if moved else stalls + 1
-            if progress.stalled():
+            J_split = solver.objective()
+            flat_splits = 0 if J_split < best_J or bound < best_bound else flat_splits + 1
+            best_J, best_bound = min(best_J, J_split), min(best_bound, bound)
+            grows = solver.bias and n_B < m
+            if not np.isfinite(J_split) or (flat_splits >= STALL_SPLITS and not grows):
                 status = "stalled"
                 break
-            if solver.bias and n_B < m:
+            if grows:
                 # With a bias the gap shares (one λ for everything) can pick a working
                 # set whose own problem is already solved on its face: no vertex step
-                # was needed.  Several such splits in a row mean B is too small to
-                # hold an improving direction of the equality rows: double it.
+                # was needed.  Several such splits in a row, or no progress for
+                # STALL_SPLITS, mean B is too small to hold an improving direction of
+                # the equality rows: double it.
                 idle = idle + 1 if n_vertex_steps == 0 else 0
-                if idle >= 3:
-                    n_B, idle = min(2 * n_B, m), 0
+                if idle >= 3 or flat_splits >= STALL_SPLITS:
+                    n_B, idle, flat_splits = min(2 * n_B, m), 0, 0
             if block.bias:
                 solver.lam = block.lam
             show()
