@@ -124,8 +124,9 @@ def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"
     Returns
     -------
     list
-        ``[X_1, y_1, X_2, y_2, ...]`` with each X a CSR matrix (float64) and
-        each y an ndarray (int64 when every label is an integer).
+        ``[X_1, y_1, X_2, y_2, ...]`` with each X a CSR matrix (float64, 32-bit
+        indices unless it is too large for them, as scikit-learn's ``SVC``
+        requires) and each y an ndarray (int64 when every label is an integer).
 
     Raises
     ------
@@ -169,8 +170,17 @@ def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"
         if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
             problem = _first_bad_line(path) or "NaN or infinite values"
             raise ValueError(f"Cannot read LIBSVM file {path!r}: {problem}.")
-        out.extend([X.tocsr(), _integral_labels(np.asarray(y))])
+        out.extend([_int32_indices(X.tocsr()), _integral_labels(np.asarray(y))])
     return out
+
+
+def _int32_indices(X):
+    """``X`` with 32-bit index arrays where they fit: scikit-learn's parser returns 64-bit
+    ones, which its libsvm-based estimators (``SVC`` among them) refuse."""
+    if X.nnz < 2**31 and max(X.shape) < 2**31:
+        X.indices = X.indices.astype(np.int32)
+        X.indptr = X.indptr.astype(np.int32)
+    return X
 
 
 def load_libsvm(path, n_features: int | None = None, *, zero_based="auto"):

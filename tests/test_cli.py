@@ -170,6 +170,21 @@ def test_load_libsvm_roundtrip(libsvm_files):
     assert y.dtype == np.int64
 
 
+def test_loaded_matrices_fit_scikit_learn_svc(libsvm_files):
+    """The loader hands back CSR matrices with 32-bit indices: scikit-learn's ``SVC``, the
+    peer a user compares msvm with on the same data, refuses the 64-bit ones its own parser
+    returns.  Both fit the same loaded matrix and agree on most test predictions (a loose
+    bound, not a measurement: one-vs-one votes and one all-in-one machine differ)."""
+    from sklearn.svm import SVC
+
+    X, y, X_test, y_test = load_libsvm_files([libsvm_files["train"], libsvm_files["test"]])
+    assert X.indices.dtype == X.indptr.dtype == np.int32
+    svc = SVC(C=10.0).fit(X, y)
+    ours = MultiClassSVC(model="ww", C=10.0).fit(X, y)
+    agreement = np.mean(svc.predict(X_test) == ours.predict(X_test))
+    assert agreement >= 0.8, agreement
+
+
 def test_load_libsvm_files_share_features(tmp_path):
     dump_svmlight_file(np.array([[1.0, 0, 3.0]]), [1], str(tmp_path / "a"), zero_based=False)
     dump_svmlight_file(np.array([[1.0, 0, 0]]), [2], str(tmp_path / "b"), zero_based=False)
