@@ -282,3 +282,24 @@ def test_auto_picks_linear_solver(kernel, bias, shape, sparse, expected):
         clf = MultiClassSVC(model="cs", kernel="linear", random_state=0).fit(X, y)
         assert clf.solution_["solver"] == "linear"
         assert clf.solution_["status"] == "optimal"
+
+
+def test_temperature_calibration_gives_probabilities_that_agree_with_predict():
+    """The README's route to probabilities: scikit-learn's temperature scaling of the
+    scores, softmax(h(x)/T) with T fitted on cross-validated scores.  The probabilities
+    sum to one, their argmax is the prediction of the machine fitted on all the data
+    (softmax is monotone), and their held-out log-loss is well below the uniform
+    guess's log Q (half of it: a loose bound, not a measurement)."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.metrics import log_loss
+
+    X, y = make_blobs(n_samples=400, centers=4, cluster_std=2.0, random_state=3)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, stratify=y,
+                                                        random_state=0)
+    calibrated = CalibratedClassifierCV(MultiClassSVC(model="cs", C=1.0), method="temperature",
+                                        ensemble=False).fit(X_train, y_train)
+    P = calibrated.predict_proba(X_test)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    machine = MultiClassSVC(model="cs", C=1.0).fit(X_train, y_train)
+    np.testing.assert_array_equal(calibrated.classes_[P.argmax(axis=1)], machine.predict(X_test))
+    assert log_loss(y_test, P) < 0.5 * np.log(4)
