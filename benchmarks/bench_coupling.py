@@ -1,7 +1,7 @@
 """Why step-bound problems need many 2-D steps: the kernel's constant part and LLW's size.
 
-Issue 21, items 2 and 3: the measurements behind the analysis in the README
-("Where the steps go").  Counts, not times, so the figures do not depend on
+Issue 21, items 2 and 3: the measurements behind the analysis in
+``benchmarks/README.md`` ("Where the steps go").  Counts, not times, so the figures do not depend on
 the machine's load; each part writes its rows to ``results/<tag>.jsonl`` and
 a summary to ``results/<tag>.txt``.
 

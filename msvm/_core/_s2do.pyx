@@ -188,7 +188,7 @@ Solving the focus to a tolerance with the parked examples' scores held fixed
 (ThunderSVM's two-level decomposition, one BLAS-3 update of the rest per
 outer iteration) was tried and not kept: where the mean kernel value is
 large (letter), each block's solve pulls its class totals against the fixed
-rest and the next block undoes it (README, "Where the steps go").
+rest and the next block undoes it (``benchmarks/README.md``, "Where the steps go").
 
 Memory layout.  What a pass reads of an example is one 128-byte record
 (``Example``): as separate arrays it would cost a cache line per field and

@@ -124,7 +124,7 @@ def _kcost(layout: int, X) -> float:
     if layout == _GRAM:
         return 2.0
     # Calibrated so that a work unit costs about the same time in every step type
-    # (info["time_by_type"]; the README's benchmark notes give the figures).
+    # (info["time_by_type"]; benchmarks/README.md gives the figures).
     if layout == _SPARSE:
         return 8.0 + 0.5 * X.nnz / max(X.shape[0], 1)
     return 8.0 + 0.125 * X.shape[1]

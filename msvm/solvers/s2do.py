@@ -147,7 +147,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         1; None leaves the BLAS library's setting).  A row is one ``dgemv``
         of m × d, too small to share: OpenBLAS's worker threads then
         busy-wait between calls and take the core the loop runs on (the
-        README's benchmark notes give the cost).
+        benchmark notes, ``benchmarks/README.md``, give the cost).
     n_jobs : int or None
         OpenMP threads for the Gram rows and the per-step passes over the
         examples (joblib's convention: None means 1, −1 all cores; at most
@@ -175,8 +175,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         variable by violation, second by Algorithm 4 within the block) until
         their largest violation falls below a tenth of where it started,
         before the pass over all examples (default).  Those steps cost O(P)
-        each against O(m) for a pass, so far fewer passes are needed (README,
-        benchmark notes).  False: exactly one 2-D step per iteration (seed
+        each against O(m) for a pass, so far fewer passes are needed
+        (``benchmarks/README.md``).  False: exactly one 2-D step per iteration (seed
         004, Algorithm 3).
     block_size : int
         Examples per block with ``block_steps``, 2 to

@@ -39,7 +39,7 @@ Three exact routes were weighed (issue 21, item 4):
   residual r = Aα, hence the update b ← b + ρr (a proximal-point step on
   φ).  Every inner solve is the fast compiled S2DO, warm-started.
 
-Measured on usps (the README's benchmark notes give the figures): a large ρ
+Measured on usps (``benchmarks/README.md`` gives the figures): a large ρ
 converges the multipliers in fewer outer iterations, but the constant
 kernel couples every example (a step moves every gradient) and S2DO needs
 more steps; with the stopping rule and schedule below, ρ = 0.1·max k(x, x)
