@@ -1,9 +1,9 @@
 """Why step-bound problems need many 2-D steps: the kernel's constant part and LLW's size.
 
 Issue 21, items 2 and 3: the measurements behind the analysis in
-``benchmarks/README.md`` ("Where the steps go").  Counts, not times, so the figures do not depend on
-the machine's load; each part writes its rows to ``results/<tag>.jsonl`` and
-a summary to ``results/<tag>.txt``.
+``benchmarks/README.md`` ("Where the steps go").  Counts, not times, so the
+figures do not depend on the machine's load; each part writes its rows to
+``results/<tag>.jsonl`` and a summary to ``results/<tag>.txt``.
 
 * ``kernel`` -- per configuration, on 2 000 training points drawn at random
   (seed 0): the mean off-diagonal kernel value k̄ and the share of the

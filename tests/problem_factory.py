@@ -58,3 +58,16 @@ def degenerate_llw(bias: bool = False):
     centres = rng.normal(size=(4, 8))
     X = 3.0 * centres[y] / np.linalg.norm(centres, axis=1).max() + rng.normal(size=(60, 8))
     return make_problem("llw", X, y, kernel="linear", C=10.0, bias=bias)
+
+
+class JumpingClock:
+    """A stand-in for :mod:`time` whose ``perf_counter`` jumps a thousand seconds at every
+    reading: a very slow or busy machine, for tests that a solver's path does not depend
+    on the clock."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1000.0
+        return self.now

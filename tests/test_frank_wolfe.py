@@ -19,7 +19,14 @@ from sklearn.exceptions import ConvergenceWarning
 from msvm.diagnostics import diagnose
 from msvm.solvers import frank_wolfe
 
-from problem_factory import FAMILY, MODELS, blobs, cvxpy_reference, make_problem
+from problem_factory import (
+    FAMILY,
+    MODELS,
+    JumpingClock,
+    blobs,
+    cvxpy_reference,
+    make_problem,
+)
 
 
 def _check_against(problem, solution, reference, tol):
@@ -87,14 +94,6 @@ def test_decomposition_does_not_depend_on_the_clock(monkeypatch, model):
     problem = make_problem(model, X, y, C=2.0, bias=True)
     options = dict(tol=1e-9, working_set_size=12, cache_size=0.05)
     expected = frank_wolfe.solve(problem, **options)
-
-    class JumpingClock:
-        now = 0.0
-
-        def perf_counter(self):
-            self.now += 1000.0
-            return self.now
-
     monkeypatch.setattr(time, "perf_counter", JumpingClock().perf_counter)
     slowed = frank_wolfe.solve(problem, **options)
     assert slowed.status == expected.status == "optimal"

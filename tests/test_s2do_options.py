@@ -20,7 +20,7 @@ from msvm.diagnostics import diagnose
 from msvm.solvers import _common, get_solver, s2do
 from msvm.solvers._common import ContentionWatch
 
-from problem_factory import blobs, degenerate_llw, make_problem
+from problem_factory import JumpingClock, blobs, degenerate_llw, make_problem
 
 TOL = 1e-6
 
@@ -435,14 +435,6 @@ def test_the_finish_answer_does_not_depend_on_the_clock(monkeypatch):
 
     problem = degenerate_llw()
     expected = s2do.solve(problem, tol=TOL)
-
-    class JumpingClock:
-        now = 0.0
-
-        def perf_counter(self):
-            self.now += 1000.0
-            return self.now
-
     monkeypatch.setattr(_qp, "time", JumpingClock())
     slowed = s2do.solve(problem, tol=TOL)
     assert slowed.info["finish_time"] >= 1000.0   # it ran, under the jumping clock
