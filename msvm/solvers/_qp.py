@@ -364,7 +364,7 @@ class Handover:
 
     def __init__(self, problem: DualProblem, per_variable: int, enabled: bool):
         self.passes = finish_after(problem, per_variable) if enabled else None
-        self.per_variable = per_variable
+        self.n, self.per_variable = int(problem.active.sum()), per_variable
         self.at = self.passes
         self.work = Work()
         self.time, self.kernel_evaluations = 0.0, 0
@@ -395,8 +395,7 @@ class Handover:
         pass's worth), and at least FINISH_MIN_WORK.  ``time`` and
         ``kernel_evaluations`` sum over the runs.
         """
-        n = int(problem.active.sum())
-        self.work.allowance = max(FINISH_WORK_PER_PASS * n * used / self.per_variable,
+        self.work.allowance = max(FINISH_WORK_PER_PASS * self.n * used / self.per_variable,
                                   FINISH_MIN_WORK)
         self.at = None
         if self.work.spent >= self.work.allowance:
@@ -426,18 +425,19 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, work: Work, *,
 
     qp = build(problem, factor=False)
     qp.K += offset
-    t = qp.targets if targets is None else targets[problem.y[qp.ii], qp.pp]
+    if targets is not None:
+        qp.targets = targets[problem.y[qp.ii], qp.pp]
+    qp.E = np.zeros((0, qp.n))   # bias-free (a machine with a bias: its augmented Lagrangian)
     work.spend(Work.hessian(qp))
     H, x0 = qp.hessian(), alpha[qp.ii, qp.pp]
     options = dict(tol=FINISH_TOL * tol, work=work, max_iter=10 * qp.n + 100)
     # Faces of a few hundred variables: LAPACK's threads only contend (8x slower).
     with threadpool_limits(limits=1):
         if qp.S.shape[0] and np.any(np.diff(qp.S.indptr) > 1):
-            qp.targets, qp.E = t, np.zeros((0, qp.n))
             x, optimal = group_active_set(qp, H, x0, **options)
         else:
             upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
-            x, optimal = box_active_set(H, t, upper, x0, **options)
+            x, optimal = box_active_set(H, qp.targets, upper, x0, **options)
     if optimal:
         alpha[qp.ii, qp.pp] = clean(problem, qp, x)   # round-off over a capacity
     return optimal, qp.n_kernel_evaluations
