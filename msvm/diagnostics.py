@@ -196,7 +196,7 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray, cap) -> None:
 def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:
     """r_ip = γ_p − ν̄_p·h(x_i): how much constraint (i, p) is violated (≤ 0 when met)."""
     h = F_plain + b[None, :]
-    r = problem.targets - np.einsum("ipc,ic->ip", problem.nu[problem.y], h)
+    r = problem.targets - problem.margin_terms(h)
     return np.where(problem.active, r, -np.inf)
 
 
@@ -258,7 +258,7 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     if not problem.fit_intercept or U.shape[1] == 0:
         return np.zeros(Q), "none"
     tol = _zero_tol(problem)
-    nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)  # constraint directions in λ
+    nu = (problem.nu @ U)[problem.y]  # constraint directions in λ
     positive = (alpha > tol[:, None]) & problem.active
     rows, rhs = [], []
     if problem.machine.loss == "squared":
@@ -297,7 +297,7 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     F_plain = F - problem.kernel_shift[:, None] * beta
     base = _margins(problem, F_plain, np.zeros(problem.n_classes))  # r at b = 0
     w = problem.sample_weight
-    nu = np.einsum("ipc,cr->ipr", problem.nu[problem.y], U)
+    nu = (problem.nu @ U)[problem.y]
     if problem.machine.loss == "squared":
         def loss_and_grad(lam):
             r = np.where(problem.active, base - nu @ lam, -np.inf)
@@ -385,7 +385,7 @@ def diagnose(problem: DualProblem, solution: DualSolution | np.ndarray) -> Diagn
     dual = -(0.5 * float(np.sum(beta * F)) - float(np.sum(problem.targets * alpha)))
     b, b_method = bias_from_kkt(problem, alpha, grad, F)
     primal, xi = primal_objective(problem, alpha, b, F)
-    G = np.where(problem.active, grad + np.einsum("ipc,c->ip", problem.nu[problem.y], b), 0.0)
+    G = np.where(problem.active, grad + problem.margin_terms(b), 0.0)
     scale = _residual_scale(problem, alpha)
     residuals = {
         "stationarity": float(np.max(np.abs(alpha - _project(problem, alpha - G)), initial=0.0))

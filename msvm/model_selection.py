@@ -270,7 +270,7 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
     non_support = np.setdiff1d(np.arange(m), support)
 
     # Non-support vectors: the reduced problem's violation is the largest of the others'.
-    G = problem.gradient(alpha) + np.einsum("ipc,c->ip", problem.nu[problem.y], b)
+    G = problem.gradient(alpha) + problem.margin_terms(b)
     v = kkt_violation(problem, alpha, np.where(problem.active, G, 0.0), per_example=True)
     order = np.argsort(-v)
     reduced = 0.0

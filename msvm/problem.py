@@ -102,6 +102,9 @@ class DualProblem:
         self.weighted = bool(np.any(weight != 1.0))
         nu = machine.nu_centered
         self.nu = nu  # (Q, P, Q): ν̄ per class
+        # The examples of each label: products with ν̄_{y_i} are one small matrix
+        # product per label instead of a gather of ν̄ for every example.
+        self._label_rows = [np.flatnonzero(self.y == c) for c in range(machine.n_classes)]
         self.active = machine.active[self.y]  # (m, P)
         self.targets = machine.gamma[self.y]  # (m, P)
         self.slack = machine.slack[self.y]  # (m, P)
@@ -143,7 +146,20 @@ class DualProblem:
     # ------------------------------------------------------- linear algebra
     def beta(self, alpha: np.ndarray) -> np.ndarray:
         """Coefficients β_ic = Σ_p ν̄_{y_i,p,c} α_ip, shape (m, Q)."""
-        return np.einsum("ip,ipc->ic", alpha, self.nu[self.y])
+        beta = np.empty((self.n_samples, self.n_classes))
+        for c, rows in enumerate(self._label_rows):
+            beta[rows] = alpha[rows] @ self.nu[c]
+        return beta
+
+    def margin_terms(self, h: np.ndarray) -> np.ndarray:
+        """Σ_c ν̄_{y_i,p,c} h_ic for every variable (i, p), shape (m, P); ``h`` of shape
+        (m, Q) (scores), or (Q,) (one vector for every example, as a bias)."""
+        if h.ndim == 1:
+            return (self.nu @ h)[self.y]
+        out = np.empty((self.n_samples, self.n_slots))
+        for c, rows in enumerate(self._label_rows):
+            out[rows] = h[rows] @ self.nu[c].T
+        return out
 
     def scores(self, beta: np.ndarray, cache=None) -> np.ndarray:
         """F = K' β (training scores without bias, with the M-SVM² diagonal shift).
@@ -160,7 +176,7 @@ class DualProblem:
         """∂J/∂α_ip = Σ_c ν̄_{y_i,p,c} F_ic − γ_{y_i,p}, zero on inactive slots."""
         if F is None:
             F = self.scores(self.beta(alpha))
-        g = np.einsum("ipc,ic->ip", self.nu[self.y], F) - self.targets
+        g = self.margin_terms(F) - self.targets
         return np.where(self.active, g, 0.0)
 
     def objective(self, alpha: np.ndarray, F: np.ndarray | None = None) -> float:
@@ -199,7 +215,7 @@ class DualProblem:
 
     def equality_residual(self, alpha: np.ndarray) -> np.ndarray:
         """Σ_{i,p} ν̄_{y_i,p,c} α_ip for every class c (zero when feasible)."""
-        return np.einsum("ip,ipc->c", alpha, self.nu[self.y])
+        return self.beta(alpha).sum(axis=0)
 
     def check_feasible(self, alpha: np.ndarray, atol: float = 1e-9) -> bool:
         """Whether α satisfies every constraint to ``atol`` (scaled by C)."""

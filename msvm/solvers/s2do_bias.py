@@ -503,5 +503,5 @@ def _verify(problem: DualProblem, cache, rho: float, alpha: np.ndarray, F: np.nd
         return None
     grad = problem.gradient(out, F)
     b, _ = bias_from_kkt(problem, out, grad, F)
-    G = np.where(problem.active, grad + np.einsum("ipc,c->ip", problem.nu[problem.y], b), 0.0)
+    G = np.where(problem.active, grad + problem.margin_terms(b), 0.0)
     return (out, F) if kkt_violation(problem, out, G) <= VERIFY_FRACTION * tol else None
