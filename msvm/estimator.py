@@ -41,7 +41,7 @@ from msvm.kernels import (
     resolve_gamma,
 )
 from msvm.machines import MACHINES, make_machine
-from msvm.problem import DualProblem
+from msvm.problem import DualProblem, class_coefficients
 from msvm.solvers import ESTIMATOR_OPTIONS, SOLVERS, TOL_FLOOR, get_solver, resolve_solver
 from msvm.solvers.online import STRATEGIES, OnlineStream
 
@@ -1019,7 +1019,7 @@ default='rbf'
         stream = self._stream
         gids, labels, alpha, _, feats = stream.support()
         # β from α exactly as DualProblem.beta does in fit (not the solver's running β̄).
-        beta = np.einsum("ip,ipc->ic", alpha, stream.machine.nu_centered[labels])
+        beta = class_coefficients(alpha, labels, stream.machine.nu_centered)
         keep = np.flatnonzero(np.any(beta != 0, axis=1))
         keep = keep[np.argsort(gids[keep], kind="stable")]
         n_classes = len(self.classes_)

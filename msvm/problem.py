@@ -38,7 +38,29 @@ import numpy as np
 from msvm.kernels import Kernel
 from msvm.machines import Machine
 
-__all__ = ["DualProblem", "DualSolution"]
+__all__ = ["DualProblem", "DualSolution", "class_coefficients"]
+
+
+def _rows_by_label(y: np.ndarray, n_classes: int):
+    """(label, indices of its examples) for every label present."""
+    for label in range(n_classes):
+        rows = np.flatnonzero(y == label)
+        if len(rows):
+            yield label, rows
+
+
+def class_coefficients(alpha: np.ndarray, y: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """β_ic = Σ_p ν[y_i, p, c] α_ip, shape (m, Q), for ``nu`` of shape (Q, P, Q).
+
+    One product per label rather than a gather of ν for every example.  einsum,
+    not BLAS: each example's β is then summed in the same order whatever the
+    other examples, so a model built from any subset of them (``partial_fit``'s
+    support patterns) gets the same float64 numbers as ``fit``.
+    """
+    beta = np.zeros((alpha.shape[0], nu.shape[2]))
+    for label, rows in _rows_by_label(y, nu.shape[0]):
+        beta[rows] = np.einsum("ip,pc->ic", alpha[rows], nu[label])
+    return beta
 
 
 class DualProblem:
@@ -102,9 +124,6 @@ class DualProblem:
         self.weighted = bool(np.any(weight != 1.0))
         nu = machine.nu_centered
         self.nu = nu  # (Q, P, Q): ν̄ per class
-        # The examples of each label: products with ν̄_{y_i} are one small matrix
-        # product per label instead of a gather of ν̄ for every example.
-        self._label_rows = [np.flatnonzero(self.y == c) for c in range(machine.n_classes)]
         self.active = machine.active[self.y]  # (m, P)
         self.targets = machine.gamma[self.y]  # (m, P)
         self.slack = machine.slack[self.y]  # (m, P)
@@ -146,19 +165,16 @@ class DualProblem:
     # ------------------------------------------------------- linear algebra
     def beta(self, alpha: np.ndarray) -> np.ndarray:
         """Coefficients β_ic = Σ_p ν̄_{y_i,p,c} α_ip, shape (m, Q)."""
-        beta = np.empty((self.n_samples, self.n_classes))
-        for c, rows in enumerate(self._label_rows):
-            beta[rows] = alpha[rows] @ self.nu[c]
-        return beta
+        return class_coefficients(alpha, self.y, self.nu)
 
     def margin_terms(self, h: np.ndarray) -> np.ndarray:
         """Σ_c ν̄_{y_i,p,c} h_ic for every variable (i, p), shape (m, P); ``h`` of shape
         (m, Q) (scores), or (Q,) (one vector for every example, as a bias)."""
         if h.ndim == 1:
-            return (self.nu @ h)[self.y]
+            return np.einsum("lpc,c->lp", self.nu, h)[self.y]
         out = np.empty((self.n_samples, self.n_slots))
-        for c, rows in enumerate(self._label_rows):
-            out[rows] = h[rows] @ self.nu[c].T
+        for label, rows in _rows_by_label(self.y, self.n_classes):
+            out[rows] = np.einsum("ic,pc->ip", h[rows], self.nu[label])
         return out
 
     def scores(self, beta: np.ndarray, cache=None) -> np.ndarray:
