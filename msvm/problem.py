@@ -32,6 +32,7 @@ problem as n copies of example i (their α sum to the weighted one's).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -41,12 +42,18 @@ from msvm.machines import Machine
 __all__ = ["DualProblem", "DualSolution", "class_coefficients"]
 
 
-def _rows_by_label(y: np.ndarray, n_classes: int):
+def _rows_by_label(y: np.ndarray, n_classes: int) -> list[tuple[int, np.ndarray]]:
     """(label, indices of its examples) for every label present."""
-    for label in range(n_classes):
-        rows = np.flatnonzero(y == label)
-        if len(rows):
-            yield label, rows
+    groups = [(label, np.flatnonzero(y == label)) for label in range(n_classes)]
+    return [(label, rows) for label, rows in groups if len(rows)]
+
+
+def _coefficients(alpha: np.ndarray, by_label, nu: np.ndarray) -> np.ndarray:
+    """:func:`class_coefficients` with the examples already grouped by label."""
+    beta = np.zeros((alpha.shape[0], nu.shape[2]))
+    for label, rows in by_label:
+        beta[rows] = np.einsum("ip,pc->ic", alpha[rows], nu[label])
+    return beta
 
 
 def class_coefficients(alpha: np.ndarray, y: np.ndarray, nu: np.ndarray) -> np.ndarray:
@@ -57,10 +64,7 @@ def class_coefficients(alpha: np.ndarray, y: np.ndarray, nu: np.ndarray) -> np.n
     other examples, so a model built from any subset of them (``partial_fit``'s
     support patterns) gets the same float64 numbers as ``fit``.
     """
-    beta = np.zeros((alpha.shape[0], nu.shape[2]))
-    for label, rows in _rows_by_label(y, nu.shape[0]):
-        beta[rows] = np.einsum("ip,pc->ic", alpha[rows], nu[label])
-    return beta
+    return _coefficients(alpha, _rows_by_label(y, nu.shape[0]), nu)
 
 
 class DualProblem:
@@ -163,9 +167,14 @@ class DualProblem:
         return np.zeros((self.n_samples, self.n_slots))
 
     # ------------------------------------------------------- linear algebra
+    @cached_property
+    def _by_label(self) -> list[tuple[int, np.ndarray]]:
+        """The examples of each label (the products with ν̄_{y_i} go label by label)."""
+        return _rows_by_label(self.y, self.n_classes)
+
     def beta(self, alpha: np.ndarray) -> np.ndarray:
         """Coefficients β_ic = Σ_p ν̄_{y_i,p,c} α_ip, shape (m, Q)."""
-        return class_coefficients(alpha, self.y, self.nu)
+        return _coefficients(alpha, self._by_label, self.nu)
 
     def margin_terms(self, h: np.ndarray) -> np.ndarray:
         """Σ_c ν̄_{y_i,p,c} h_ic for every variable (i, p), shape (m, P); ``h`` of shape
@@ -173,7 +182,7 @@ class DualProblem:
         if h.ndim == 1:
             return np.einsum("lpc,c->lp", self.nu, h)[self.y]
         out = np.empty((self.n_samples, self.n_slots))
-        for label, rows in _rows_by_label(self.y, self.n_classes):
+        for label, rows in self._by_label:
             out[rows] = np.einsum("ic,pc->ip", h[rows], self.nu[label])
         return out
 
