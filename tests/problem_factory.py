@@ -36,6 +36,28 @@ def cvxpy_reference(problem):
     return solution, diagnose(problem, solution)
 
 
+def reference_solutions(problem, name: str) -> dict:
+    """Both reference solvers' solutions of ``problem`` with their diagnostics, by solver
+    name, each asserted optimal, feasible and certified (KKT residual and relative gap at
+    most 1e-6), and their dual objectives asserted equal to 1e-6 relative."""
+    from msvm.diagnostics import diagnose
+    from msvm.solvers import get_solver
+
+    results = {}
+    for solver in ("cvxpy", "osqp"):
+        solution = get_solver(solver).solve(problem)
+        assert solution.status == "optimal", (name, solver, solution.info)
+        assert problem.check_feasible(solution.alpha, atol=1e-9), (name, solver)
+        d = diagnose(problem, solution)
+        assert d.kkt_residual <= 1e-6, (name, solver, d.kkt_residuals)
+        assert -1e-9 <= d.relative_gap <= 1e-6, (name, solver, d.relative_gap)
+        results[solver] = (solution, d)
+    d_c, d_o = results["cvxpy"][1], results["osqp"][1]
+    rel = abs(d_c.dual_objective - d_o.dual_objective) / abs(d_o.dual_objective)
+    assert rel <= 1e-6, (name, rel)
+    return results
+
+
 def generated_cases(n: int = 10):
     """``n`` seeded (X, y, C) cases with Q in {2, 3, 5} and m between 30 and 90."""
     cases = []

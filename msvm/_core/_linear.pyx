@@ -634,6 +634,17 @@ cdef class LinearState:
             self.g[s] = v
 
     # ------------------------------------------------------------ violation
+    cdef inline void _group_sums(self, Py_ssize_t yi, const double* a) noexcept nogil:
+        """gsum[r]: the sum of slack group r's variables of one example (α = a, over its
+        movable slots)."""
+        cdef int t, r
+        for r in range(self.R):
+            self.gsum[r] = 0.0
+        for t in range(self.vn):
+            r = self.slack[yi, self.vsl[t]]
+            if r >= 0:
+                self.gsum[r] += a[self.vsl[t]]
+
     cdef double _violation(self, Py_ssize_t yi, const double* a, const double* g,
                            double margin) noexcept nogil:
         """Largest violation of one example's variables (α = a, gradient g), S2DO's rule.
@@ -648,13 +659,7 @@ cdef class LinearState:
         cdef double gdn, gmin1, gmin2
         cdef int adn, amin1
         cdef int* sl = self.vsl
-        for r in range(self.R):
-            self.gsum[r] = 0.0
-        for t in range(n):
-            s = sl[t]
-            r = self.slack[yi, s]
-            if r >= 0:
-                self.gsum[r] += a[s]
+        self._group_sums(yi, a)
         for t in range(n):
             s = sl[t]
             gv = g[s]
@@ -782,13 +787,7 @@ cdef class LinearState:
             g[s] = self.g[s]
         max_steps = INNER_STEPS_PER_SLOT * n + 10
         for step in range(max_steps):
-            for r in range(self.R):
-                self.gsum[r] = 0.0
-            for t in range(n):
-                s = sl[t]
-                r = self.slack[yi, s]
-                if r >= 0:
-                    self.gsum[r] += a[s]
+            self._group_sums(yi, a)
             best = stop
             bp = -1
             bq = -1
