@@ -1998,9 +1998,13 @@ cdef class S2DOState:
         per-example records change: a focus left open is closed, the shrunk
         examples' scores are rebuilt and every example is put back in the
         working set and refreshed (``_unshrink``), as at the start of a warm
-        solve but without recomputing F.  The caller keeps ``gamma`` alive
-        (it is read in place).  Used between the outer iterations of
-        :mod:`msvm.solvers.s2do_bias`, whose targets move with the bias.
+        solve but without recomputing F.  The working set is shrunk again
+        after the first step, not shrink_interval steps later: until then
+        every pass visits every example, and an outer iteration of
+        :mod:`msvm.solvers.s2do_bias` is often only a few hundred steps.  The
+        caller keeps ``gamma`` alive (it is read in place).  Used between the
+        outer iterations of :mod:`msvm.solvers.s2do_bias`, whose targets move
+        with the bias.
         """
         cdef const double[:, ::1] g = gamma
         if g.shape[0] != self.Q or g.shape[1] != self.P:
@@ -2012,7 +2016,7 @@ cdef class S2DOState:
                 self._leave_focus()
             self._unshrink()
         self.n_unshrink -= 1    # not an unshrink of the solve's own
-        self.since_shrink = 0
+        self.since_shrink = self.shrink_interval
         self.tracked_J = self.objective()
 
     def reoffset(self, double delta, colsum, gamma):

@@ -62,12 +62,27 @@ loop goes on.  So ``status='optimal'`` means what it means for S2DO: the
 estimator's own check (``STOPPING_RULE = 'kkt_violation'``) passes on the
 float64 scores.
 
-The penalty.  ρ starts at :data:`RHO` times the largest k'(x, x).  When the
-residual does not halve in an outer iteration, ρ grows by
-:data:`RHO_GROWTH` (at most :data:`RHO_MAX_FACTOR` times the start): the
-multipliers' steps ρr are too short where the dual function of b is flat
-(few free variables, e.g. mmr at C = 0.1 on the checkerboard), or the
-residual is the inner noise.  The cached rows and the scores are shifted in
+The multiplier step.  The step ρr is the exact maximiser of the dual
+function φ_ρ(b) = min_α L_ρ(α, b) only where ρ dominates its curvature.
+The kernel has its own share: its mean value k̄ is a stiff penalty on the
+class totals Aα of its own (``benchmarks/README.md``, "Where the steps go"),
+so where k̄ is large (letter: 0.86 at the protocol's γ) the residual
+answers a change of b by far less than 1/ρ, and ρr is far too short.
+Raising ρ instead makes every inner solve stiffer (letter-ww: ρ grew to
+1 000 times its start and the solve took 3.2 million passes).  So the steps
+are quasi-Newton ones, b ← b + Hr: H starts at ρI (the method of
+multipliers), takes the BFGS update from each outer iteration's secant pair
+(Δb, −Δr) (:func:`_bfgs_update`; −∇²φ_ρ is symmetric and positive
+semidefinite), and starts again from ρI when the residual rises or ρ
+changes.  The multipliers the certificate starts from are still b + ρr,
+those of the inner solve's KKT conditions.
+
+The penalty.  ρ starts at :data:`RHO` times the largest k'(x, x).  When an
+outer iteration leaves more than :data:`RHO_GROW_IF` of the residual, ρ
+grows by :data:`RHO_GROWTH` (at most :data:`RHO_MAX_FACTOR` times the
+start): the multipliers' steps are too short where the dual function of b
+is flat (few free variables, e.g. mmr at C = 0.1 on the checkerboard), or
+the residual is the inner noise.  The cached rows and the scores are shifted in
 place (``KernelCache.add_offset``, ``S2DOState.reoffset``: F += Δρ Σ_i β_i),
 no row is computed again.  At the final tolerance a stalled residual also
 halves the inner tolerance.
@@ -135,8 +150,10 @@ RHO = 0.1
 INNER_FRACTION = 0.5
 #: Outer iterations at most (each a warm-started S2DO solve).
 MAX_OUTER = 500
-#: Factor of ρ when the residual stops falling, and the largest ρ, relative to the first.
+#: ρ grows by RHO_GROWTH when an outer iteration leaves more than RHO_GROW_IF of the
+#: residual, up to RHO_MAX_FACTOR times its first value.
 RHO_GROWTH = 4.0
+RHO_GROW_IF = 0.9
 RHO_MAX_FACTOR = 1e4
 #: The first inner solve stops at this multiple of ``tol`` (the multipliers are still far).
 FIRST_TOL = 10.0
@@ -155,6 +172,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
           cache_size: float = 200.0, blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", rho: float | None = None,
           inner_fraction: float = INNER_FRACTION, certify: bool = False, finish: bool = True,
+          quasi_newton: bool = True,
           **s2do_options) -> DualSolution:
     """Solve the dual with a bias by the method of multipliers over S2DO.
 
@@ -180,6 +198,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         The inner solves' tolerance as a fraction of ``tol`` (0 < · ≤ 1).
     certify : bool
         Recompute the float64 scores at the end from the cached rows.
+    quasi_newton : bool
+        Take the multiplier steps b ← b + H r with H updated by BFGS from the
+        outer iterations' (Δb, Δr) (default), instead of the plain method of
+        multipliers' b ← b + ρ r (module docstring, "The multiplier step").
     finish : bool
         S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`) for every inner
         solve: on a small problem, an inner solve not converged after
@@ -311,6 +333,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                             hits=cache.n_hits, misses=cache.n_misses, final=False,
                             extra=f"outer {where['outer']} |Σβ̄| {where['residual']:.1e}")
 
+    H = rho * (U @ U.T)     # the multiplier step's matrix: b ← b + H r
+    last = None             # (b, r) of the last outer iteration, for the secant pair
     while True:
         n_start = used()
         code = inner_solve()
@@ -319,13 +343,18 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         r_max = float(np.max(np.abs(residual), initial=0.0))
         where.update(outer=n_outer, residual=r_max)
         step = rho * residual
+        if quasi_newton and last is not None:
+            # A residual that rose: the secant model misled, start again from ρI.
+            H = (_bfgs_update(H, b - last[0], last[1] - residual) if r_max < r_last
+                 else rho * (U @ U.T))
+        last = (b.copy(), residual.copy())
         history.append((int(used() - n_start), float(state.tol), r_max))
         if code != DONE:
             break
-        # The residual no longer falls fast: the multipliers' steps ρr are too short (a
-        # flat dual function: few free variables) or the residual is the inner solve's
+        # The residual no longer falls: the multipliers' steps are too short (a flat
+        # dual function: few free variables) or the residual is the inner solve's
         # noise (about its tolerance / ρ).  Both call for a larger ρ.
-        grow = min(RHO_GROWTH, rho_max / rho) if r_max > 0.5 * r_last else 1.0
+        grow = min(RHO_GROWTH, rho_max / rho) if r_max > RHO_GROW_IF * r_last else 1.0
         r_last = r_max
         if state.tol <= final_tol:
             # α solves the user's problem with the multipliers b + ρr up to the inner
@@ -341,6 +370,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                 final_tol = max(0.5 * final_tol, TOL_FLOOR)   # the noise case
         if n_outer >= MAX_OUTER:
             break
+        if quasi_newton:
+            step = H @ residual
         b = b + step
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
@@ -349,6 +380,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
             rho = cache.offset
             n_growths += 1
+            H, last = rho * (U @ U.T), None     # another dual function: no secant pair
         else:
             state.retarget(gamma)
     if progress.due(final=True):
@@ -412,6 +444,23 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "finish_time": handover.time,
         },
     )
+
+
+def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """H after the BFGS update of an inverse Hessian with the secant pair (s, y).
+
+    Here H approximates the inverse of −∇²φ, φ the concave dual function of the
+    multipliers, s = Δb and y = −Δr (r = ∇φ, the equality residual): the
+    updated H is symmetric, maps y to s, and stays positive definite on the
+    span of the steps.  H is returned unchanged when sᵀy is not positive
+    (φ is concave, so only round-off and the inner solves' tolerance make it so).
+    """
+    sy = float(s @ y)
+    if not (np.isfinite(sy) and sy > 1e-12 * float(np.linalg.norm(s) * np.linalg.norm(y))):
+        return H
+    Hy = H @ y
+    return (H - (np.outer(s, Hy) + np.outer(Hy, s)) / sy
+            + (1.0 + float(y @ Hy) / sy) * np.outer(s, s) / sy)
 
 
 def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
