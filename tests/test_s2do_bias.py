@@ -252,3 +252,13 @@ def test_quasi_newton_steps_need_fewer_outer_iterations(model):
     for solution in (quasi, plain):
         _check(problem, solution, reference, 1e-6)
     assert 2 * quasi.info["outer"] <= plain.info["outer"]
+
+
+def test_a_spoilt_quasi_newton_matrix_is_not_followed(monkeypatch):
+    """An update that makes H huge (a secant pair spoilt by the inner solves'
+    tolerance) would send b far off; that step is not taken, H starts again from ρI,
+    and the solve still reaches the optimum."""
+    monkeypatch.setattr(s2do_bias, "_bfgs_update", lambda H, s, y: 1e12 * H)
+    X, y = blobs(6, 4, 120, spread=2.0)
+    problem = make_problem("ww", X, y, C=1.0, bias=True, gamma=0.05)
+    _check(problem, s2do_bias.solve(problem, tol=1e-6), cvxpy_reference(problem), 1e-6)

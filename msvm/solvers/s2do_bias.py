@@ -155,6 +155,9 @@ MAX_OUTER = 500
 RHO_GROWTH = 4.0
 RHO_GROW_IF = 0.9
 RHO_MAX_FACTOR = 1e4
+#: A quasi-Newton multiplier step longer than this many times the plain step ρr is not
+#: taken (H starts again from ρI).
+QN_STEP_MAX = 100.0
 #: The first inner solve stops at this multiple of ``tol`` (the multipliers are still far).
 FIRST_TOL = 10.0
 #: Later inner solves stop at this fraction of the last multiplier step (gradient units).
@@ -371,7 +374,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if n_outer >= MAX_OUTER:
             break
         if quasi_newton:
-            step = H @ residual
+            quasi = H @ residual
+            # A secant pair spoilt by the inner solves' tolerance can make H huge: such a
+            # step is not taken (the steps measured are 1 to 7 times ρr).
+            if np.all(np.isfinite(quasi)) and (np.linalg.norm(quasi)
+                                               <= QN_STEP_MAX * np.linalg.norm(step)):
+                step = quasi
+            else:
+                H, last = rho * (U @ U.T), None
         b = b + step
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
