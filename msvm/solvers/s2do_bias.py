@@ -483,8 +483,10 @@ def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
     residual already below :data:`EQUALITY_RTOL` is left alone.
     """
     out = alpha.copy()
-    A = problem.equality_matrix()
-    residual = A @ out.ravel()
+    # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
+    # columns of the free variables are needed).
+    U = problem.equality_basis
+    residual = U.T @ problem.equality_residual(out)
     scale = max(problem.scale, float(out.max(initial=0.0)))
     if np.max(np.abs(residual), initial=0.0) <= EQUALITY_RTOL * scale:
         return out
@@ -494,11 +496,12 @@ def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
         return None
     # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
     # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
-    At = A[:, free].copy()
+    P = problem.n_slots
+    i, p = np.divmod(free, P)
+    At = (problem.nu[problem.y[i], p] @ U).T
     hinge = problem.machine.loss == "hinge"
     if hinge:
-        P, R = problem.n_slots, max(problem.machine.n_slacks, 1)
-        i, p = np.divmod(free, P)
+        R = max(problem.machine.n_slacks, 1)
         r = problem.slack[i, p]
         full = problem.slack_sums(out)[i, r] >= problem.capacity[i] * (1 - 1e-12)
         groups, inverse = np.unique(i[full] * R + r[full], return_inverse=True)
@@ -532,12 +535,16 @@ def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
     moved = np.flatnonzero(np.any(out != alpha, axis=1))
     if len(moved) == 0:
         return out, F
-    F = F.copy()
-    dbeta = np.einsum("ip,ipc->ic", out[moved] - alpha[moved], problem.nu[problem.y[moved]])
-    for start in range(0, len(moved), _ROW_CHUNK):
-        rows = cache.rows(moved[start:start + _ROW_CHUNK])      # (n, m), rows of k + ρ
-        part = dbeta[start:start + _ROW_CHUNK]
-        F += rows.T @ part - rho * part.sum(axis=0)[None, :]
+    dbeta = np.zeros_like(F)
+    dbeta[moved] = np.einsum("ip,ipc->ic", out[moved] - alpha[moved], problem.nu[problem.y[moved]])
+    # Rows of k + ρ: from the cache where they are, else computed.
+    change, covered = cache.cached_matmul(dbeta)
+    missing = moved[~covered[moved]]
+    for start in range(0, len(missing), _ROW_CHUNK):
+        rows = missing[start:start + _ROW_CHUNK]
+        change += cache.rows(rows).T @ dbeta[rows]
+    F = F + change - rho * dbeta.sum(axis=0)[None, :]
+    dbeta = dbeta[moved]
     if problem.has_shift:
         F[moved] += problem.kernel_shift[moved, None] * dbeta
     return out, F
