@@ -223,18 +223,19 @@ def test_scores_are_those_of_the_users_kernel(model, cache_dtype):
 
 
 def test_bfgs_update_keeps_the_secant_pair_and_symmetry():
-    """The multiplier step's matrix after an update maps y to s, stays symmetric and
-    positive definite (sᵀy > 0), and is left alone when sᵀy ≤ 0."""
+    """The multiplier step's matrix after an update (with the first update's scaling
+    or without) maps y to s, stays symmetric and positive definite (sᵀy > 0), and is
+    left alone when sᵀy ≤ 0."""
     rng = np.random.default_rng(0)
     A = rng.normal(size=(6, 6))
     H = A @ A.T + 6 * np.eye(6)
     s, y = rng.normal(size=6), rng.normal(size=6)
     if s @ y < 0:
         y = -y
-    H2 = s2do_bias._bfgs_update(H, s, y)
-    np.testing.assert_allclose(H2 @ y, s, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(H2, H2.T, rtol=0, atol=1e-12)
-    assert np.linalg.eigvalsh(H2).min() > 0
+    for H2 in (s2do_bias._bfgs_update(H, s, y), s2do_bias._bfgs_update(H, s, y, np.eye(6))):
+        np.testing.assert_allclose(H2 @ y, s, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(H2, H2.T, rtol=0, atol=1e-12)
+        assert np.linalg.eigvalsh(H2).min() > 0
     assert s2do_bias._bfgs_update(H, s, -y) is H
 
 
@@ -258,7 +259,7 @@ def test_a_spoilt_quasi_newton_matrix_is_not_followed(monkeypatch):
     """An update that makes H huge (a secant pair spoilt by the inner solves'
     tolerance) would send b far off; that step is not taken, H starts again from ρI,
     and the solve still reaches the optimum."""
-    monkeypatch.setattr(s2do_bias, "_bfgs_update", lambda H, s, y: 1e12 * H)
+    monkeypatch.setattr(s2do_bias, "_bfgs_update", lambda H, s, y, initial=None: 1e12 * H)
     X, y = blobs(6, 4, 120, spread=2.0)
     problem = make_problem("ww", X, y, C=1.0, bias=True, gamma=0.05)
     _check(problem, s2do_bias.solve(problem, tol=1e-6), cvxpy_reference(problem), 1e-6)

@@ -73,9 +73,10 @@ Raising ρ instead makes every inner solve stiffer (letter-ww: ρ grew to
 are quasi-Newton ones, b ← b + Hr: H starts at ρI (the method of
 multipliers), takes the BFGS update from each outer iteration's secant pair
 (Δb, −Δr) (:func:`_bfgs_update`; −∇²φ_ρ is symmetric and positive
-semidefinite), and starts again from ρI when the residual rises or ρ
-changes.  The multipliers the certificate starts from are still b + ρr,
-those of the inner solve's KKT conditions.
+semidefinite), the first of which also sets its scale, and starts again
+from ρI when the residual rises or ρ changes.  The multipliers the
+certificate starts from are still b + ρr, those of the inner solve's KKT
+conditions.
 
 The penalty.  ρ starts at :data:`RHO` times the largest k'(x, x).  When an
 outer iteration leaves more than :data:`RHO_GROW_IF` of the residual, ρ
@@ -338,6 +339,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     H = rho * (U @ U.T)     # the multiplier step's matrix: b ← b + H r
     last = None             # (b, r) of the last outer iteration, for the secant pair
+    scaled = False          # whether H has had its first update (which sets its scale)
     while True:
         n_start = used()
         code = inner_solve()
@@ -347,9 +349,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         where.update(outer=n_outer, residual=r_max)
         step = rho * residual
         if quasi_newton and last is not None:
-            # A residual that rose: the secant model misled, start again from ρI.
-            H = (_bfgs_update(H, b - last[0], last[1] - residual) if r_max < r_last
-                 else rho * (U @ U.T))
+            if r_max < r_last:
+                updated = _bfgs_update(H, b - last[0], last[1] - residual,
+                                       None if scaled else U @ U.T)
+                scaled, H = scaled or updated is not H, updated
+            else:   # the secant model misled: start again from ρI
+                H, scaled = rho * (U @ U.T), False
         last = (b.copy(), residual.copy())
         history.append((int(used() - n_start), float(state.tol), r_max))
         if code != DONE:
@@ -381,7 +386,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                                                <= QN_STEP_MAX * np.linalg.norm(step)):
                 step = quasi
             else:
-                H, last = rho * (U @ U.T), None
+                H, last, scaled = rho * (U @ U.T), None, False
         b = b + step
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
@@ -390,7 +395,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
             rho = cache.offset
             n_growths += 1
-            H, last = rho * (U @ U.T), None     # another dual function: no secant pair
+            H, last, scaled = rho * (U @ U.T), None, False     # another dual function
         else:
             state.retarget(gamma)
     if progress.due(final=True):
@@ -456,18 +461,24 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     )
 
 
-def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray,
+                 initial: np.ndarray | None = None) -> np.ndarray:
     """H after the BFGS update of an inverse Hessian with the secant pair (s, y).
 
     Here H approximates the inverse of −∇²φ, φ the concave dual function of the
     multipliers, s = Δb and y = −Δr (r = ∇φ, the equality residual): the
     updated H is symmetric, maps y to s, and stays positive definite on the
-    span of the steps.  H is returned unchanged when sᵀy is not positive
-    (φ is concave, so only round-off and the inner solves' tolerance make it so).
+    span of the steps.  With ``initial`` (the projector onto the multipliers'
+    space) H is first replaced by (sᵀy / yᵀy)·initial, the usual scaling of a
+    quasi-Newton method's first matrix by the curvature seen along s.  H
+    itself is returned when sᵀy is not positive (φ is concave, so only
+    round-off and the inner solves' tolerance make it so).
     """
     sy = float(s @ y)
     if not (np.isfinite(sy) and sy > 1e-12 * float(np.linalg.norm(s) * np.linalg.norm(y))):
         return H
+    if initial is not None:
+        H = sy / float(y @ y) * initial
     Hy = H @ y
     return (H - (np.outer(s, Hy) + np.outer(Hy, s)) / sy
             + (1.0 + float(y @ Hy) / sy) * np.outer(s, s) / sy)
