@@ -68,8 +68,9 @@ The kernel has its own share: its mean value k̄ is a stiff penalty on the
 class totals Aα of its own (``benchmarks/README.md``, "Where the steps go"),
 so where k̄ is large (letter: 0.86 at the protocol's γ) the residual
 answers a change of b by far less than 1/ρ, and ρr is far too short.
-Raising ρ instead makes every inner solve stiffer (letter-ww: ρ grew to
-1 000 times its start and the solve took 3.2 million passes).  So the steps
+Raising ρ instead makes every inner solve stiffer (on letter-ww ρ grew a
+thousandfold, and each of the last inner solves took hundreds of thousands
+of passes: ``benchmarks/README.md``, the bias-steps round).  So the steps
 are quasi-Newton ones, b ← b + Hr: H starts at ρI (the method of
 multipliers), takes the BFGS update from each outer iteration's secant pair
 (Δb, −Δr) (:func:`_bfgs_update`; −∇²φ_ρ is symmetric and positive
@@ -352,7 +353,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             if r_max < r_last:
                 updated = _bfgs_update(H, b - last[0], last[1] - residual,
                                        None if scaled else U @ U.T)
-                scaled, H = scaled or updated is not H, updated
+                if updated is not H:
+                    H, scaled = updated, True
             else:   # the secant model misled: start again from ρI
                 H, scaled = rho * (U @ U.T), False
         last = (b.copy(), residual.copy())
@@ -381,7 +383,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if quasi_newton:
             quasi = H @ residual
             # A secant pair spoilt by the inner solves' tolerance can make H huge: such a
-            # step is not taken (the steps measured are 1 to 7 times ρr).
+            # step is not taken (the useful ones are a few times ρr).
             if np.all(np.isfinite(quasi)) and (np.linalg.norm(quasi)
                                                <= QN_STEP_MAX * np.linalg.norm(step)):
                 step = quasi
