@@ -258,7 +258,7 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     if not problem.fit_intercept or U.shape[1] == 0:
         return np.zeros(Q), "none"
     tol = _zero_tol(problem)
-    nu = (problem.nu @ U)[problem.y]  # constraint directions in λ
+    nu = problem.equality_directions[problem.y]  # constraint directions in λ
     positive = (alpha > tol[:, None]) & problem.active
     rows, rhs = [], []
     if problem.machine.loss == "squared":
@@ -297,7 +297,7 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     F_plain = F - problem.kernel_shift[:, None] * beta
     base = _margins(problem, F_plain, np.zeros(problem.n_classes))  # r at b = 0
     w = problem.sample_weight
-    nu = (problem.nu @ U)[problem.y]
+    nu = problem.equality_directions[problem.y]
     if problem.machine.loss == "squared":
         def loss_and_grad(lam):
             r = np.where(problem.active, base - nu @ lam, -np.inf)

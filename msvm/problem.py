@@ -233,10 +233,17 @@ class DualProblem:
     def equality_basis(self) -> np.ndarray:
         return self._basis
 
+    @cached_property
+    def equality_directions(self) -> np.ndarray:
+        """Uᵀν̄_{y,p} for every class y and slot p, shape (Q, P, r): the direction in which
+        α_ip moves the equality rows Uᵀ Aα (and the coefficient of λ, b = Uλ, in the
+        gradient of α_ip)."""
+        return self.nu @ self._basis
+
     def equality_matrix(self) -> np.ndarray:
         """Independent equality constraints of the bias, shape (r, m·P): rows of Uᵀ A."""
-        A = np.einsum("ipc,cr->rip", self.nu[self.y] * self.active[:, :, None], self._basis)
-        return A.reshape(self._basis.shape[1], -1)
+        A = self.equality_directions[self.y] * self.active[:, :, None]
+        return np.moveaxis(A, 2, 0).reshape(self._basis.shape[1], -1)
 
     def equality_residual(self, alpha: np.ndarray) -> np.ndarray:
         """Σ_{i,p} ν̄_{y_i,p,c} α_ip for every class c (zero when feasible)."""

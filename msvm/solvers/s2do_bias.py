@@ -205,7 +205,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         Recompute the float64 scores at the end from the cached rows.
     quasi_newton : bool
         Take the multiplier steps b ← b + H r with H updated by BFGS from the
-        outer iterations' (Δb, Δr) (default), instead of the plain method of
+        outer iterations' (Δb, −Δr) (default), instead of the plain method of
         multipliers' b ← b + ρ r (module docstring, "The multiplier step").
     finish : bool
         S2DO's ``finish`` (:func:`msvm.solvers.s2do.solve`) for every inner
@@ -256,7 +256,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True))
     nubar = tables.nubar                       # (Q, P, Q), zero on inactive slots
     U = problem.equality_basis
-    b = U @ (U.T @ b)                          # the part of b the constraints see
+    projector = U @ U.T                        # onto the multipliers' space, span(U)
+    b = projector @ b                          # the part of b the constraints see
 
     def targets(b):
         return np.ascontiguousarray(tables.gamma - np.einsum("ypc,c->yp", nubar, b))
@@ -338,7 +339,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                             hits=cache.n_hits, misses=cache.n_misses, final=False,
                             extra=f"outer {where['outer']} |Σβ̄| {where['residual']:.1e}")
 
-    H = rho * (U @ U.T)     # the multiplier step's matrix: b ← b + H r
+    H = rho * projector     # the multiplier step's matrix: b ← b + H r
     last = None             # (b, r) of the last outer iteration, for the secant pair
     scaled = False          # whether H has had its first update (which sets its scale)
     while True:
@@ -352,11 +353,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if quasi_newton and last is not None:
             if r_max < r_last:
                 updated = _bfgs_update(H, b - last[0], last[1] - residual,
-                                       None if scaled else U @ U.T)
+                                       None if scaled else projector)
                 if updated is not H:
                     H, scaled = updated, True
             else:   # the secant model misled: start again from ρI
-                H, scaled = rho * (U @ U.T), False
+                H, scaled = rho * projector, False
         last = (b.copy(), residual.copy())
         history.append((int(used() - n_start), float(state.tol), r_max))
         if code != DONE:
@@ -388,7 +389,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                                                <= QN_STEP_MAX * np.linalg.norm(step)):
                 step = quasi
             else:
-                H, last, scaled = rho * (U @ U.T), None, False
+                H, last, scaled = rho * projector, None, False
         b = b + step
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
@@ -397,7 +398,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
             rho = cache.offset
             n_growths += 1
-            H, last, scaled = rho * (U @ U.T), None, False     # another dual function
+            H, last, scaled = rho * projector, None, False     # another dual function
         else:
             state.retarget(gamma)
     if progress.due(final=True):
@@ -435,7 +436,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         certify_time = time.perf_counter() - tic
     return DualSolution(
         alpha=alpha,
-        b=U @ (U.T @ b),
+        b=projector @ b,
         status=status,
         n_iter=used(),
         time=elapsed,
@@ -498,8 +499,7 @@ def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
     out = alpha.copy()
     # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
     # columns of the free variables are needed).
-    U = problem.equality_basis
-    residual = U.T @ problem.equality_residual(out)
+    residual = problem.equality_basis.T @ problem.equality_residual(out)
     scale = max(problem.scale, float(out.max(initial=0.0)))
     if np.max(np.abs(residual), initial=0.0) <= EQUALITY_RTOL * scale:
         return out
@@ -511,7 +511,7 @@ def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
     # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
     P = problem.n_slots
     i, p = np.divmod(free, P)
-    At = (problem.nu[problem.y[i], p] @ U).T
+    At = problem.equality_directions[problem.y[i], p].T
     hinge = problem.machine.loss == "hinge"
     if hinge:
         R = max(problem.machine.n_slacks, 1)
@@ -557,9 +557,8 @@ def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
         rows = missing[start:start + _ROW_CHUNK]
         change += cache.rows(rows).T @ dbeta[rows]
     F = F + change - rho * dbeta.sum(axis=0)[None, :]
-    dbeta = dbeta[moved]
     if problem.has_shift:
-        F[moved] += problem.kernel_shift[moved, None] * dbeta
+        F[moved] += problem.kernel_shift[moved, None] * dbeta[moved]
     return out, F
 
 
