@@ -258,28 +258,33 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     if not problem.fit_intercept or U.shape[1] == 0:
         return np.zeros(Q), "none"
     tol = _zero_tol(problem)
-    nu = problem.equality_directions[problem.y]  # constraint directions in λ
+    directions = problem.equality_directions     # (Q, P, r): the coefficient of λ
     positive = (alpha > tol[:, None]) & problem.active
-    rows, rhs = [], []
-    if problem.machine.loss == "squared":
-        rows.append(nu[positive])
-        rhs.append(-grad[positive])
-    else:
-        sums = problem.slack_sums(alpha)
-        for r, member in enumerate(_group_masks(problem)):
-            pos = positive & member
-            full = sums[:, r] >= problem.capacity - tol
-            # Groups below capacity: each positive variable has an active constraint.
-            free = pos & ~full[:, None]
-            rows.append(nu[free])
-            rhs.append(-grad[free])
-            # Groups at capacity: positive variables share the group's multiplier.
-            for i in np.flatnonzero(full & (pos.sum(axis=1) >= 2)):
-                p = np.flatnonzero(pos[i])
-                rows.append(nu[i, p[1:]] - nu[i, p[0]])
-                rhs.append(-(grad[i, p[1:]] - grad[i, p[0]]))
-    Amat = np.concatenate(rows) if rows else np.zeros((0, U.shape[1]))
-    bvec = np.concatenate(rhs) if rhs else np.zeros(0)
+    hinge = problem.machine.loss == "hinge"
+    if hinge:
+        # A variable of a group below capacity has an active constraint of its own.
+        positive &= problem.slack >= 0
+        group_sum = np.take_along_axis(problem.slack_sums(alpha),
+                                       np.maximum(problem.slack, 0), axis=1)
+        full = positive & (group_sum >= (problem.capacity - tol)[:, None])
+        positive &= ~full
+    i, p = np.nonzero(positive)
+    rows = [directions[problem.y[i], p]]
+    rhs = [-grad[i, p]]
+    if hinge:
+        # The positive variables of a group at capacity share the group's multiplier:
+        # each is paired with the first of its group.
+        i, p = np.nonzero(full)
+        group = i * problem.machine.n_slacks + problem.slack[i, p]
+        order = np.argsort(group, kind="stable")
+        i, p, group = i[order], p[order], group[order]
+        starts = np.diff(group, prepend=-1) != 0
+        lead = np.flatnonzero(starts)[np.cumsum(starts) - 1]
+        i0, p0, i, p = i[lead[~starts]], p[lead[~starts]], i[~starts], p[~starts]
+        rows.append(directions[problem.y[i], p] - directions[problem.y[i0], p0])
+        rhs.append(-(grad[i, p] - grad[i0, p0]))
+    Amat = np.concatenate(rows)
+    bvec = np.concatenate(rhs)
     if Amat.shape[0] and np.linalg.matrix_rank(Amat, tol=1e-8) == U.shape[1]:
         lam = np.linalg.lstsq(Amat, bvec, rcond=None)[0]
         return U @ lam, "kkt"

@@ -247,7 +247,10 @@ class DualProblem:
 
     def equality_residual(self, alpha: np.ndarray) -> np.ndarray:
         """Σ_{i,p} ν̄_{y_i,p,c} α_ip for every class c (zero when feasible)."""
-        return self.beta(alpha).sum(axis=0)
+        out = np.zeros(self.n_classes)
+        for label, rows in self._by_label:   # α summed over each label first
+            out += alpha[rows].sum(axis=0) @ self.nu[label]
+        return out
 
     def check_feasible(self, alpha: np.ndarray, atol: float = 1e-9) -> bool:
         """Whether α satisfies every constraint to ``atol`` (scaled by C)."""
@@ -261,14 +264,21 @@ class DualProblem:
             return False
         return not (self.fit_intercept and np.any(np.abs(self.equality_residual(alpha)) > tol))
 
+    @cached_property
+    def _slack_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """The variables with a slack (a mask over (m, P)) and the flat (i, r) cell of each."""
+        mask = self.slack >= 0
+        rows = np.nonzero(mask)[0]
+        return mask, rows * self.machine.n_slacks + self.slack[mask]
+
     def slack_sums(self, alpha: np.ndarray) -> np.ndarray:
         """Σ_{p in slack r} α_ip for every example i and slack r, shape (m, n_slacks)."""
         n_slacks = self.machine.n_slacks
-        out = np.zeros((self.n_samples, max(n_slacks, 1)))
-        rows = np.broadcast_to(np.arange(self.n_samples)[:, None], alpha.shape)
-        mask = self.slack >= 0
-        np.add.at(out, (rows[mask], self.slack[mask]), alpha[mask])
-        return out[:, :n_slacks]
+        if n_slacks == 0:
+            return np.zeros((self.n_samples, 0))
+        mask, cells = self._slack_cells
+        sums = np.bincount(cells, weights=alpha[mask], minlength=self.n_samples * n_slacks)
+        return sums.reshape(self.n_samples, n_slacks)
 
     # --------------------------------------------------- flat variable view
     def flat_index(self) -> tuple[np.ndarray, np.ndarray]:
