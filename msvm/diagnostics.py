@@ -264,9 +264,7 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     if hinge:
         # A variable of a group below capacity has an active constraint of its own.
         positive &= problem.slack >= 0
-        group_sum = np.take_along_axis(problem.slack_sums(alpha),
-                                       np.maximum(problem.slack, 0), axis=1)
-        full = positive & (group_sum >= (problem.capacity - tol)[:, None])
+        full = positive & (problem.group_sums(alpha) >= (problem.capacity - tol)[:, None])
         positive &= ~full
     i, p = np.nonzero(positive)
     rows = [directions[problem.y[i], p]]
@@ -275,7 +273,7 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
         # The positive variables of a group at capacity share the group's multiplier:
         # each is paired with the first of its group.
         i, p = np.nonzero(full)
-        group = i * problem.machine.n_slacks + problem.slack[i, p]
+        group = problem.slack_cell[i, p]
         order = np.argsort(group, kind="stable")
         i, p, group = i[order], p[order], group[order]
         starts = np.diff(group, prepend=-1) != 0
@@ -319,11 +317,10 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     ii, pp = problem.flat_index()
     n_slacks = problem.machine.n_slacks
     r_dim = U.shape[1]
-    slack_col = r_dim + ii * n_slacks + problem.slack[ii, pp]
     n_var = r_dim + problem.n_samples * n_slacks
     # ξ_ir ≥ base_ip − ν̄_p·Uλ   ⇔   −ν̄_p·Uλ − ξ_ir ≤ −base_ip
     lam_part = sp.csr_matrix(-nu[ii, pp])
-    xi_part = sp.csr_matrix((-np.ones(len(ii)), (np.arange(len(ii)), slack_col - r_dim)),
+    xi_part = sp.csr_matrix((-np.ones(len(ii)), (np.arange(len(ii)), problem.slack_cell[ii, pp])),
                             shape=(len(ii), n_var - r_dim))
     A_ub = sp.hstack([lam_part, xi_part]).tocsr()
     cost = np.concatenate([np.zeros(r_dim), np.repeat(w, n_slacks)])

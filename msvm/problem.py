@@ -265,20 +265,25 @@ class DualProblem:
         return not (self.fit_intercept and np.any(np.abs(self.equality_residual(alpha)) > tol))
 
     @cached_property
-    def _slack_cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """The variables with a slack (a mask over (m, P)) and the flat (i, r) cell of each."""
-        mask = self.slack >= 0
-        rows = np.nonzero(mask)[0]
-        return mask, rows * self.machine.n_slacks + self.slack[mask]
+    def slack_cell(self) -> np.ndarray:
+        """The slack group of every variable as one index over all examples,
+        i·n_slacks + r (r its slack), shape (m, P); −1 where it has no slack."""
+        cell = np.arange(self.n_samples)[:, None] * self.machine.n_slacks + self.slack
+        return np.where(self.slack >= 0, cell, -1)
 
     def slack_sums(self, alpha: np.ndarray) -> np.ndarray:
         """Σ_{p in slack r} α_ip for every example i and slack r, shape (m, n_slacks)."""
         n_slacks = self.machine.n_slacks
-        if n_slacks == 0:
-            return np.zeros((self.n_samples, 0))
-        mask, cells = self._slack_cells
-        sums = np.bincount(cells, weights=alpha[mask], minlength=self.n_samples * n_slacks)
+        mask = self.slack_cell >= 0
+        sums = np.bincount(self.slack_cell[mask], weights=alpha[mask],
+                           minlength=self.n_samples * n_slacks)
         return sums.reshape(self.n_samples, n_slacks)
+
+    def group_sums(self, alpha: np.ndarray) -> np.ndarray:
+        """The sum of α over the slack group of every variable, shape (m, P) (0 where
+        the variable has no slack)."""
+        sums = np.append(self.slack_sums(alpha).ravel(), 0.0)   # the last: no slack
+        return sums[self.slack_cell]
 
     # --------------------------------------------------- flat variable view
     def flat_index(self) -> tuple[np.ndarray, np.ndarray]:

@@ -239,12 +239,9 @@ def start_point(problem: DualProblem, warm_start) -> np.ndarray:
     alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
     if problem.machine.loss == "hinge":
         # Scale every over-full slack group back to its capacity (e.g. after decreasing C).
-        sums = problem.slack_sums(alpha)
-        cap = problem.capacity
-        for r in range(problem.machine.n_slacks):
-            member = problem.slack == r
-            factor = np.where(sums[:, r] > cap, cap / np.maximum(sums[:, r], 1e-300), 1.0)
-            alpha = np.where(member, alpha * factor[:, None], alpha)
+        sums = problem.group_sums(alpha)
+        cap = problem.capacity[:, None]
+        alpha = np.where(sums > cap, alpha * (cap / np.maximum(sums, 1e-300)), alpha)
     if problem.fit_intercept:
         from msvm.diagnostics import project_feasible
 

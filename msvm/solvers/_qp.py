@@ -141,8 +141,7 @@ def build(problem: DualProblem, factor: bool = True) -> ExplicitQP:
     keep = np.abs(vals) > 1e-15
     W = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m * R, n))
     if problem.machine.loss == "hinge":
-        group = ii * problem.machine.n_slacks + problem.slack[ii, pp]
-        _, group = np.unique(group, return_inverse=True)
+        _, group = np.unique(problem.slack_cell[ii, pp], return_inverse=True)
         S = sp.csr_matrix((np.ones(n), (group, np.arange(n))), shape=(group.max() + 1, n))
         cap = np.zeros(S.shape[0])
         cap[group] = problem.capacity[ii]

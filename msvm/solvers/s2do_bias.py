@@ -339,9 +339,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
                             hits=cache.n_hits, misses=cache.n_misses, final=False,
                             extra=f"outer {where['outer']} |Σβ̄| {where['residual']:.1e}")
 
-    H = rho * projector     # the multiplier step's matrix: b ← b + H r
-    last = None             # (b, r) of the last outer iteration, for the secant pair
-    scaled = False          # whether H has had its first update (which sets its scale)
+    steps = _MultiplierSteps(projector, rho)
     while True:
         n_start = used()
         code = inner_solve()
@@ -350,15 +348,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         r_max = float(np.max(np.abs(residual), initial=0.0))
         where.update(outer=n_outer, residual=r_max)
         step = rho * residual
-        if quasi_newton and last is not None:
-            if r_max < r_last:
-                updated = _bfgs_update(H, b - last[0], last[1] - residual,
-                                       None if scaled else projector)
-                if updated is not H:
-                    H, scaled = updated, True
-            else:   # the secant model misled: start again from ρI
-                H, scaled = rho * projector, False
-        last = (b.copy(), residual.copy())
+        if quasi_newton:
+            steps.observe(b, residual, rose=r_max >= r_last, rho=rho)
         history.append((int(used() - n_start), float(state.tol), r_max))
         if code != DONE:
             break
@@ -382,14 +373,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if n_outer >= MAX_OUTER:
             break
         if quasi_newton:
-            quasi = H @ residual
-            # A secant pair spoilt by the inner solves' tolerance can make H huge: such a
-            # step is not taken (the useful ones are a few times ρr).
-            if np.all(np.isfinite(quasi)) and (np.linalg.norm(quasi)
-                                               <= QN_STEP_MAX * np.linalg.norm(step)):
-                step = quasi
-            else:
-                H, last, scaled = rho * projector, None, False
+            step = steps.step(residual, step, rho)
         b = b + step
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
@@ -398,7 +382,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
             rho = cache.offset
             n_growths += 1
-            H, last, scaled = rho * projector, None, False     # another dual function
+            steps.reset(rho)     # another dual function
         else:
             state.retarget(gamma)
     if progress.due(final=True):
@@ -464,6 +448,45 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     )
 
 
+class _MultiplierSteps:
+    """The quasi-Newton multiplier steps b ← b + H r (module docstring, "The multiplier
+    step"): H starts at ρ times the projector onto the multipliers' space."""
+
+    def __init__(self, projector: np.ndarray, rho: float):
+        self.projector = projector
+        self.reset(rho)
+
+    def reset(self, rho: float) -> None:
+        """Start again from ρI, with no secant pair."""
+        self.H = rho * self.projector
+        self.last = None        # (b, r) of the last outer iteration, for the secant pair
+        self.scaled = False     # whether H has had its first update (which sets its scale)
+
+    def observe(self, b: np.ndarray, residual: np.ndarray, rose: bool, rho: float) -> None:
+        """Take the secant pair of the last two outer iterations into H; start again from
+        ρI when the residual rose (the secant model misled)."""
+        if self.last is not None:
+            if rose:
+                self.reset(rho)
+            else:
+                updated = _bfgs_update(self.H, b - self.last[0], self.last[1] - residual,
+                                       None if self.scaled else self.projector)
+                if updated is not self.H:
+                    self.H, self.scaled = updated, True
+        self.last = (b.copy(), residual.copy())
+
+    def step(self, residual: np.ndarray, plain: np.ndarray, rho: float) -> np.ndarray:
+        """H r, or the plain step ρr (and H starts again) when H r is not finite or more
+        than QN_STEP_MAX times longer: a secant pair spoilt by the inner solves'
+        tolerance can make H huge, and the useful steps are a few times ρr."""
+        quasi = self.H @ residual
+        if np.all(np.isfinite(quasi)) and (np.linalg.norm(quasi)
+                                           <= QN_STEP_MAX * np.linalg.norm(plain)):
+            return quasi
+        self.reset(rho)
+        return plain
+
+
 def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray,
                  initial: np.ndarray | None = None) -> np.ndarray:
     """H after the BFGS update of an inverse Hessian with the secant pair (s, y).
@@ -514,10 +537,8 @@ def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
     At = problem.equality_directions[problem.y[i], p].T
     hinge = problem.machine.loss == "hinge"
     if hinge:
-        R = max(problem.machine.n_slacks, 1)
-        r = problem.slack[i, p]
-        full = problem.slack_sums(out)[i, r] >= problem.capacity[i] * (1 - 1e-12)
-        groups, inverse = np.unique(i[full] * R + r[full], return_inverse=True)
+        full = problem.group_sums(out)[i, p] >= problem.capacity[i] * (1 - 1e-12)
+        groups, inverse = np.unique(problem.slack_cell[i[full], p[full]], return_inverse=True)
         count = np.bincount(inverse, minlength=len(groups))
         mean = np.zeros((At.shape[0], len(groups)))
         for k in range(At.shape[0]):
