@@ -1604,10 +1604,10 @@ cdef class OnlineState:
         cdef Py_ssize_t e, y, n = self.n_sp, P = self.P, Q = self.Q, R = self.R
         cdef Py_ssize_t b0 = self.blk0, b1 = self.blk1
         cdef int j, nc = self.ncol, s, r, au, ad, aa, ausv, aasv
-        cdef double dS0 = self.dS0, dS1 = self.dS1, k0, k1, h, hu, hd, ha, husv, hasv, a
+        cdef double dS0 = self.dS0, dS1 = self.dS1, k0, k1, h, hu, hd, ha, husv, hasv
         cdef double lim = self.C - self.eps_cap, df, dmax, dsig, move
         cdef double cold_below = _cold_below(&self.lazy, self.vlead)
-        cdef bint dirty, centred = self.centred, canup, rescan_all
+        cdef bint dirty, centred = self.centred, canup, sv, rescan_all
         cdef double* Fe
         cdef const double* gm
         cdef const int* sl
@@ -1661,18 +1661,12 @@ cdef class OnlineState:
                 h = -Fe[s] - gm[s]
                 r = sl[s]
                 canup = r < 0 or self.GS[e * R + r] < lim * self.wt[e]
-                a = self.A[e * P + s]
-                if canup and _track_min(h, s, &hu, &au):
-                    dirty = True
-                if _track_min(h, s, &ha, &aa):
-                    dirty = True
-                if a > 0:
-                    if _track_max(h, s, &hd, &ad):
-                        dirty = True
-                    if canup and _track_min(h, s, &husv, &ausv):
-                        dirty = True
-                    if _track_min(h, s, &hasv, &aasv):
-                        dirty = True
+                sv = self.A[e * P + s] > 0
+                dirty |= _track_min(h, canup, s, &hu, &au)
+                dirty |= _track_min(h, 1, s, &ha, &aa)
+                dirty |= _track_max(h, sv, s, &hd, &ad)
+                dirty |= _track_min(h, canup & sv, s, &husv, &ausv)
+                dirty |= _track_min(h, sv, s, &hasv, &aasv)
             self.ext[e].hup = hu
             self.ext[e].hdn = hd
             self.ext[e].hall = ha

@@ -895,17 +895,20 @@ cdef class S2DOState:
         With margin > 0, violations + margin (shrinking's 'near' test)."""
         cdef double v = 0.0, w, low
         cdef double sg = self.ex[e].sigma, hd = self.ex[e].hdn
-        cdef Py_ssize_t ad = self.ex[e].adn, low_slot
-        bp[0] = -1
+        cdef Py_ssize_t ad = self.ex[e].adn, au = self.ex[e].aup, low_slot
+        cdef bint take
+        # Written for conditional moves (the comparisons depend on the data).
+        w = margin - sg - self.ex[e].hup if au >= 0 else -INFINITY
+        take = w > v
+        bp[0] = au if take else -1
+        v = w if take else v
         bq[0] = -1
-        if self.ex[e].aup >= 0 and margin - sg - self.ex[e].hup > v:
-            v = margin - sg - self.ex[e].hup
-            bp[0] = self.ex[e].aup
         if ad < 0:
             return v
-        if sg + hd + margin > v:
-            v = sg + hd + margin
-            bp[0] = ad
+        w = sg + hd + margin
+        take = w > v
+        bp[0] = ad if take else bp[0]
+        v = w if take else v
         if not self.max_loss:
             return v
         # (Stale extremes may name the same slot with different values: still a bound.)
@@ -929,20 +932,16 @@ cdef class S2DOState:
         cdef double sg = self.ex[e].sigma, g2
         cdef Py_ssize_t bp, bq, s = -1, ye = self.y[e]
         cdef bint stale = self.ex[e].stale
-        cdef double vu = -INFINITY, vd = -INFINITY
+        cdef double vu, vd
         cdef mask_t bit
         self.ex[e].viol = self._fast_best(e, 0.0, &bp, &bq)
         self.ex[e].wp = bp
         self.ex[e].wq = bq
         # e's offer as second variable: its most violating single slot.
-        if self.ex[e].aup >= 0:
-            vu = -sg - self.ex[e].hup
-        if self.ex[e].adn >= 0:
-            vd = sg + self.ex[e].hdn
-        if vu > 0 and vu >= vd:
-            s = self.ex[e].aup
-        elif vd > 0:
-            s = self.ex[e].adn
+        vu = -sg - self.ex[e].hup if self.ex[e].aup >= 0 else -INFINITY
+        vd = sg + self.ex[e].hdn if self.ex[e].adn >= 0 else -INFINITY
+        s = self.ex[e].adn if vd > 0 else -1
+        s = self.ex[e].aup if (vu > 0) & (vu >= vd) else s
         if s >= 0:
             g2 = sg - self.F[e, s] - self.gamma[ye, s]
             bit = (<mask_t>1) << s
@@ -1649,7 +1648,7 @@ cdef class S2DOState:
         cdef const int* prow = self.prow
         cdef double cold_below = self.cold_below
         cdef long long n_cold = 0, n_rescan = 0
-        cdef mask_t up, pos, bit
+        cdef mask_t up, pos, act
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
         cdef bint rescan_all = self.prescan_all, by_work = self.pass_work
         cdef const Py_ssize_t* work = &self.work_idx[0]
@@ -1719,20 +1718,16 @@ cdef class S2DOState:
                 au = ex[e].aup
                 ad = ex[e].adn
                 aa = ex[e].aall
-                up = ex[e].upmask
-                pos = ex[e].posmask
+                act = actmask[y]
+                up = ex[e].upmask & act
+                pos = ex[e].posmask & act
                 for j in range(nc):
                     s = cc[j]
-                    bit = (<mask_t>1) << s
-                    if not (actmask[y] & bit):
-                        continue
                     h = -Fe[s] - gam[y * P + s]
-                    if (up & bit) and _track_min(h, s, &hu, &au):
-                        dirty = True
-                    if (pos & bit) and _track_max(h, s, &hd, &ad):
-                        dirty = True
-                    if max_loss and _track_min(h, s, &ha, &aa):
-                        dirty = True
+                    dirty |= _track_min(h, <int>((up >> s) & 1), <int> s, &hu, &au)
+                    dirty |= _track_max(h, <int>((pos >> s) & 1), <int> s, &hd, &ad)
+                    if max_loss:
+                        dirty |= _track_min(h, <int>((act >> s) & 1), <int> s, &ha, &aa)
                 # An extreme whose slot moved away is kept at its old value: a
                 # bound, so ex[e].viol is an upper bound while the example is stale.
                 ex[e].hup = hu

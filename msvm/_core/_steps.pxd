@@ -243,22 +243,39 @@ cdef inline void _lazy_tick(LazyControl* c, long long cold, long long rescans,
 # minimum (or maximum) x realised at slot a is updated in O(1); if a == s and h
 # moved away from the extreme, x is kept at its old value, which stays a bound
 # (min from below, max from above), and the caller marks the example stale.
-cdef inline bint _track_min(double h, int s, double* x, int* a) noexcept nogil:
-    """Update the minimum x (at slot a) with slot s's new value h; True: x is now a bound."""
-    if h < x[0]:
-        x[0] = h
-        a[0] = s
-        return False
-    return a[0] == s
+# Written without branches (the comparisons depend on the data and mispredict): a
+# slot outside the set has its value moved to +inf (a minimum) or -inf (a maximum)
+# by these tables, indexed by its membership bit; x + (-0.0) and x - 0.0 are x
+# exactly, so a member's value is unchanged, and the selects become conditional moves.
+cdef extern from *:
+    """
+    static const double MSVM_IN_MIN[2] = {INFINITY, -0.0};
+    static const double MSVM_IN_MAX[2] = {INFINITY, 0.0};
+    """
+    const double MSVM_IN_MIN[2]
+    const double MSVM_IN_MAX[2]
 
 
-cdef inline bint _track_max(double h, int s, double* x, int* a) noexcept nogil:
-    """Update the maximum x (at slot a) with slot s's new value h; True: x is now a bound."""
-    if h > x[0]:
-        x[0] = h
-        a[0] = s
-        return False
-    return a[0] == s
+cdef inline bint _track_min(double h, int member, int s, double* x, int* a) noexcept nogil:
+    """Update the minimum x (at slot a) with slot s's new value h if member (1; 0: s is
+    not in the set, nothing changes); True: x is now a bound."""
+    cdef double hc = h + MSVM_IN_MIN[member]
+    cdef bint take = hc < x[0]
+    cdef bint bound = (not take) & (a[0] == s) & member
+    a[0] = s if take else a[0]
+    x[0] = hc if take else x[0]
+    return bound
+
+
+cdef inline bint _track_max(double h, int member, int s, double* x, int* a) noexcept nogil:
+    """Update the maximum x (at slot a) with slot s's new value h if member (1; 0: s is
+    not in the set, nothing changes); True: x is now a bound."""
+    cdef double hc = h - MSVM_IN_MAX[member]
+    cdef bint take = hc > x[0]
+    cdef bint bound = (not take) & (a[0] == s) & member
+    a[0] = s if take else a[0]
+    x[0] = hc if take else x[0]
+    return bound
 
 
 # ---------------------------------------------------------------------------
@@ -290,21 +307,12 @@ cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P, ma
     cdef Py_ssize_t s
     cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
     cdef int au = -1, ad = -1, aa = -1
-    cdef mask_t bit
+    cdef mask_t ua = up & act, pa = pos & act
     for s in range(P):
-        bit = (<mask_t>1) << s
-        if not (act & bit):
-            continue
         h = -Fe[s] - gam[s]
-        if h < hu and (up & bit):
-            hu = h
-            au = <int> s
-        if h > hd and (pos & bit):
-            hd = h
-            ad = <int> s
-        if h < ha:
-            ha = h
-            aa = <int> s
+        _track_min(h, <int>((ua >> s) & 1), <int> s, &hu, &au)
+        _track_max(h, <int>((pa >> s) & 1), <int> s, &hd, &ad)
+        _track_min(h, <int>((act >> s) & 1), <int> s, &ha, &aa)
     h_up[0] = hu
     a_up[0] = au
     h_dn[0] = hd
