@@ -814,9 +814,9 @@ cdef class S2DOState:
         cdef Py_ssize_t y = self.y[e], q
         cdef Py_ssize_t bp = -1, bq = -1
         cdef int r
-        cdef double best = 0.0, g, a
+        cdef double best = 0.0, g, a, w
         cdef double lim = self.lim[e]
-        cdef bint canup
+        cdef bint canup, take
         if self.max_loss:
             for r in range(self.R):
                 self.gdown[r] = -INFINITY
@@ -830,14 +830,15 @@ cdef class S2DOState:
             a = self.alpha[e, q]
             r = self.slack[y, q]
             canup = r < 0 or self.gsum[e, r] < lim
-            if canup and margin - g > best:
-                best = margin - g
-                bp = q
-                bq = -1
-            if a > 0 and g + margin > best:
-                best = g + margin
-                bp = q
-                bq = -1
+            # Conditional moves: these comparisons depend on the data.
+            w = margin - g if canup else -INFINITY
+            take = w > best
+            bp = q if take else bp
+            best = w if take else best
+            w = g + margin if a > 0 else -INFINITY
+            take = w > best
+            bp = q if take else bp
+            best = w if take else best
             if r >= 0 and self.group_size[y, r] > 1:
                 if a > 0 and g > self.gdown[r]:
                     self.gdown[r] = g
