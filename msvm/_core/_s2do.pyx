@@ -215,8 +215,10 @@ from msvm._core._steps cimport (
     _cold_below,
     _extremes,
     _gain,
+    _keep_max,
     _lazy_enable,
     _lazy_tick,
+    _member,
     _now,
     _sigma_of,
     _solve_2d,
@@ -814,9 +816,9 @@ cdef class S2DOState:
         cdef Py_ssize_t y = self.y[e], q
         cdef Py_ssize_t bp = -1, bq = -1
         cdef int r
-        cdef double best = 0.0, g, a, w
+        cdef double best = 0.0, g, a
         cdef double lim = self.lim[e]
-        cdef bint canup, take
+        cdef bint canup
         if self.max_loss:
             for r in range(self.R):
                 self.gdown[r] = -INFINITY
@@ -830,15 +832,8 @@ cdef class S2DOState:
             a = self.alpha[e, q]
             r = self.slack[y, q]
             canup = r < 0 or self.gsum[e, r] < lim
-            # Conditional moves: these comparisons depend on the data.
-            w = margin - g if canup else -INFINITY
-            take = w > best
-            bp = q if take else bp
-            best = w if take else best
-            w = g + margin if a > 0 else -INFINITY
-            take = w > best
-            bp = q if take else bp
-            best = w if take else best
+            _keep_max(margin - g if canup else -INFINITY, q, &best, &bp)
+            _keep_max(g + margin if a > 0 else -INFINITY, q, &best, &bp)
             if r >= 0 and self.group_size[y, r] > 1:
                 if a > 0 and g > self.gdown[r]:
                     self.gdown[r] = g
@@ -897,19 +892,12 @@ cdef class S2DOState:
         cdef double v = 0.0, w, low
         cdef double sg = self.ex[e].sigma, hd = self.ex[e].hdn
         cdef Py_ssize_t ad = self.ex[e].adn, au = self.ex[e].aup, low_slot
-        cdef bint take
-        # Written for conditional moves (the comparisons depend on the data).
-        w = margin - sg - self.ex[e].hup if au >= 0 else -INFINITY
-        take = w > v
-        bp[0] = au if take else -1
-        v = w if take else v
+        bp[0] = -1
         bq[0] = -1
+        _keep_max(margin - sg - self.ex[e].hup if au >= 0 else -INFINITY, au, &v, bp)
         if ad < 0:
             return v
-        w = sg + hd + margin
-        take = w > v
-        bp[0] = ad if take else bp[0]
-        v = w if take else v
+        _keep_max(sg + hd + margin, ad, &v, bp)
         if not self.max_loss:
             return v
         # (Stale extremes may name the same slot with different values: still a bound.)
@@ -1725,10 +1713,10 @@ cdef class S2DOState:
                 for j in range(nc):
                     s = cc[j]
                     h = -Fe[s] - gam[y * P + s]
-                    dirty |= _track_min(h, <int>((up >> s) & 1), <int> s, &hu, &au)
-                    dirty |= _track_max(h, <int>((pos >> s) & 1), <int> s, &hd, &ad)
+                    dirty |= _track_min(h, _member(up, s), <int> s, &hu, &au)
+                    dirty |= _track_max(h, _member(pos, s), <int> s, &hd, &ad)
                     if max_loss:
-                        dirty |= _track_min(h, <int>((act >> s) & 1), <int> s, &ha, &aa)
+                        dirty |= _track_min(h, _member(act, s), <int> s, &ha, &aa)
                 # An extreme whose slot moved away is kept at its old value: a
                 # bound, so ex[e].viol is an upper bound while the example is stale.
                 ex[e].hup = hu

@@ -256,6 +256,13 @@ cdef extern from *:
     const double MSVM_IN_MAX[2]
 
 
+cdef inline void _keep_max(double w, Py_ssize_t s, double* best, Py_ssize_t* at) noexcept nogil:
+    """best, at = w, s if w > best (a conditional move: the comparison depends on the data)."""
+    cdef bint take = w > best[0]
+    at[0] = s if take else at[0]
+    best[0] = w if take else best[0]
+
+
 cdef inline bint _track_min(double h, int member, int s, double* x, int* a) noexcept nogil:
     """Update the minimum x (at slot a) with slot s's new value h if member (1; 0: s is
     not in the set, nothing changes); True: x is now a bound."""
@@ -288,6 +295,11 @@ cdef inline bint _track_max(double h, int member, int s, double* x, int* a) noex
 ctypedef unsigned long long mask_t   # slot bitmask, bit s = slot s (fast path: P <= 64)
 
 
+cdef inline int _member(mask_t m, Py_ssize_t s) noexcept nogil:
+    """Bit s of the slot mask m (1: slot s is in the set)."""
+    return <int>((m >> s) & 1)
+
+
 cdef inline double _sigma_of(const double* Fe, int n, const int* col, const double* val,
                              double kappa_S) noexcept nogil:
     """σ_e = u_y·F_e − κ_y S_e (u_y's n non-zeros col/val; kappa_S = κ_y S_e, 0 if not centred)."""
@@ -310,9 +322,9 @@ cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P, ma
     cdef mask_t ua = up & act, pa = pos & act
     for s in range(P):
         h = -Fe[s] - gam[s]
-        _track_min(h, <int>((ua >> s) & 1), <int> s, &hu, &au)
-        _track_max(h, <int>((pa >> s) & 1), <int> s, &hd, &ad)
-        _track_min(h, <int>((act >> s) & 1), <int> s, &ha, &aa)
+        _track_min(h, _member(ua, s), <int> s, &hu, &au)
+        _track_max(h, _member(pa, s), <int> s, &hd, &ad)
+        _track_min(h, _member(act, s), <int> s, &ha, &aa)
     h_up[0] = hu
     a_up[0] = au
     h_dn[0] = hd
