@@ -33,7 +33,10 @@ keeps one core busy (:func:`benchmarks.runs.busy_core`, killed when the mode
 ends, however it ends) while usps-ww and letter-cs are fitted by msvm with
 ``n_jobs=1`` and ``n_jobs=2`` and by the peers; the same runs on the idle
 machine come first (``--no-idle`` skips them).  Its rows carry
-``contention: true`` (or false for the idle ones).
+``contention: true`` (or false for the idle ones).  ``--wait-policy passive``
+sets ``OMP_WAIT_POLICY`` in every run's environment (OpenMP threads then sleep
+between parallel regions instead of spinning) and fits msvm with ``n_jobs=1``
+and ``n_jobs=2`` too; its rows carry ``wait_policy``.
 
 Files (``results/``): ``<tag>.jsonl`` (one line per run, appended as the runs
 end), ``<tag>.csv``, ``<tag>.txt`` (the summary) and, outside the contention
@@ -47,6 +50,7 @@ Examples::
     python -m benchmarks.bench_regimes                        # every regime
     python -m benchmarks.bench_regimes pendigits-ww dna-llw --repeat 5
     python -m benchmarks.bench_regimes --contention           # one core held busy
+    python -m benchmarks.bench_regimes pendigits-ww --wait-policy passive
 """
 
 from __future__ import annotations
@@ -98,7 +102,7 @@ CSV_FIELDS = ["config", "solver", "msvm_solver", "contention", "n_jobs", "thread
               "fit_time", "test_error", "n_sv", "n_iter", "passes", "steps", "parallel_iter",
               "serial_switches", "kernel_evaluations", "cache_hit_rate", "relative_gap",
               "kkt_violation", "peak_rss_mb", "load_before", "accelerated", "peer_version",
-              "status"]
+              "wait_policy", "status"]
 
 
 # ------------------------------------------------------------------ one run
@@ -126,7 +130,7 @@ def run_one(spec: dict) -> dict:
     gamma = gamma_of(config, X)   # 'scale': the number msvm's estimator computes, for the peers
     out = dict(spec, m=int(X.shape[0]), n_features=int(X.shape[1]),
                n_classes=int(len(np.unique(y))), gamma=gamma, cache_size=config.cache_size,
-               bias=config.bias)
+               bias=config.bias, wait_policy=os.environ.get("OMP_WAIT_POLICY"))
     if spec["solver"] in SVC_PEERS:
         out.update(C=SVC_C, tol=1e-3)
         out.update(fit_svc(X, y, Xt, yt, gamma, config.cache_size,
@@ -352,8 +356,10 @@ def summary(rows: list[dict], configs: list[str], peers, *,
     return lines
 
 
-def contention_summary(rows: list[dict], configs: list[str]) -> list[str]:
-    """msvm's median times with ``n_jobs`` = 1 and 2, idle and with one core busy."""
+def contention_summary(rows: list[dict], configs: list[str],
+                       title: str = "contention") -> list[str]:
+    """msvm's median times with ``n_jobs`` = 1 and 2, idle and with one core busy (lines
+    that start with ``title``)."""
     lines = []
     for c in configs:
         for busy in (False, True):
@@ -362,14 +368,14 @@ def contention_summary(rows: list[dict], configs: list[str]) -> list[str]:
             if t[1] is None and t[2] is None:
                 continue
             speedup = f", n_jobs=2 / n_jobs=1 {t[2] / t[1]:.2f}" if t[1] and t[2] else ""
-            lines.append(f"contention {c} ({'one core busy' if busy else 'idle'}): "
+            lines.append(f"{title} {c} ({'one core busy' if busy else 'idle'}): "
                          f"n_jobs=1 {_number(t[1], '.3f', 0)} s, "
                          f"n_jobs=2 {_number(t[2], '.3f', 0)} s{speedup}")
         for n in (1, 2):
             idle = median_of(fitted(rows, c, "msvm", n_jobs=n, contention=False), "fit_time")
             busy = median_of(fitted(rows, c, "msvm", n_jobs=n, contention=True), "fit_time")
             if idle and busy:
-                lines.append(f"contention {c} n_jobs={n}: busy / idle {busy / idle:.2f}")
+                lines.append(f"{title} {c} n_jobs={n}: busy / idle {busy / idle:.2f}")
     return lines
 
 
@@ -442,6 +448,8 @@ def main(argv=None) -> int:
                         help="hold one core with a busy process; msvm with n_jobs=1 and 2")
     parser.add_argument("--no-idle", action="store_true",
                         help="contention mode: skip the same runs on the idle machine")
+    parser.add_argument("--wait-policy", choices=["active", "passive"], default=None,
+                        help="OMP_WAIT_POLICY of every run; msvm with n_jobs=1 and 2")
     common_arguments(parser, timeout=3600)
     args = parser.parse_args(argv)
     if args.worker:
@@ -474,11 +482,14 @@ def main(argv=None) -> int:
     for note in notes:
         print(note, flush=True)
 
+    if args.wait_policy:
+        os.environ["OMP_WAIT_POLICY"] = args.wait_policy   # inherited by every run
+        notes.append(f"OMP_WAIT_POLICY={args.wait_policy} in every run")
+    jobs = sorted({1, 2, args.n_jobs}) if args.contention or args.wait_policy else [args.n_jobs]
     runner = Runner(tag, args.timeout)
     runner.jsonl.unlink(missing_ok=True)   # a re-used tag starts afresh
     try:
         if args.contention:
-            jobs = sorted({1, 2, args.n_jobs})
             for c in configs:
                 rounds = None
                 if not args.no_idle:
@@ -489,13 +500,13 @@ def main(argv=None) -> int:
                 print(f"busy process {pid} stopped", flush=True)
         else:
             for c in configs:
-                runner.config_rounds(c, args, peers, False, [args.n_jobs])
+                runner.config_rounds(c, args, peers, False, jobs)
     except KeyboardInterrupt:
         print(f"interrupted: the finished runs are in {runner.jsonl.name}", file=sys.stderr)
         return 130
 
     rows = runner.rows
-    details = (f"msvm n_jobs={args.n_jobs}, SVC (libsvm) 1 thread"
+    details = (f"msvm n_jobs={' and '.join(map(str, jobs))}, SVC (libsvm) 1 thread"
                + (f", SVC (oneDAL) {args.peer_threads} threads" if "sklearnex" in peers else "")
                + (f", {QUICK_M}-example subsets (smoke run, not a measurement)"
                   if args.quick else ""))
@@ -505,6 +516,9 @@ def main(argv=None) -> int:
             lines.append(f"-- {'one core busy' if busy else 'idle'}")
             lines += summary(rows, configs, peers, contention=busy)
         lines += contention_summary(rows, configs)
+    elif args.wait_policy:
+        lines += summary(rows, configs, peers)
+        lines += contention_summary(rows, configs, f"OMP_WAIT_POLICY={args.wait_policy}")
     else:
         lines += summary(rows, configs, peers)
         title = (f"msvm / faster SVC peer, {tag}: {platform.machine()}, {os.cpu_count()} CPUs, "

@@ -143,11 +143,40 @@ def test_tuned_solve_starts_on_all_threads(monkeypatch):
     thread against them."""
     monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
     monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: 0.0))
+    monkeypatch.setattr(s2do, "region_slow", lambda threads: False)
     X, y = blobs(4, 5, 700, spread=2.0)
     solution = s2do.solve(make_problem("ww", X, y, C=2.0), tol=1e-4, n_jobs=2,
                           cache_size=1.0)
     assert 0 < solution.n_iter < 8192
     assert solution.info["n_parallel_iter"] == solution.n_iter
+
+
+def test_slow_parallel_regions_start_the_tuning_on_one_thread(monkeypatch):
+    """Where the OpenMP threads sleep between parallel regions (``region_slow``), the
+    tuning first times TUNE_WINDOW (256) iterations on one thread instead of trusting
+    all threads; the iterates stay those of one thread."""
+    monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
+    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: 0.0))
+    monkeypatch.setattr(s2do, "region_slow", lambda threads: True)
+    X, y = blobs(4, 5, 700, spread=2.0)
+    problem = make_problem("ww", X, y, C=2.0)
+    one = s2do.solve(problem, tol=1e-4, n_jobs=1, cache_size=1.0)
+    slow = s2do.solve(problem, tol=1e-4, n_jobs=2, cache_size=1.0)
+    assert slow.n_iter > 256
+    assert slow.info["n_parallel_iter"] <= slow.n_iter - 256
+    np.testing.assert_array_equal(one.alpha, slow.alpha)
+    np.testing.assert_array_equal(one.scores, slow.scores)
+
+
+def test_region_probe_compares_with_its_threshold():
+    """An empty region takes some time (slow against 0 s) and less than a second (not
+    slow against 1 s); the probe refuses a thread count OpenMP cannot mean."""
+    from msvm._core._s2do import regions_slow
+
+    assert regions_slow(2, 0.0)
+    assert not regions_slow(2, 1.0)
+    with pytest.raises(ValueError, match="n_threads"):
+        regions_slow(0, 1.0)
 
 
 def _assert_same_certified_optimum(problem, first, second):

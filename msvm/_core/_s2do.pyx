@@ -139,7 +139,10 @@ too computed most of the rows on one thread, in the first serial window);
 and between time slices the driver's
 :class:`~msvm.solvers._common.ContentionWatch` reads from the scheduler how
 long the threads waited for a core and, while other processes hold the
-cores, runs everything on one thread (``set_threads``).
+cores, runs everything on one thread (``set_threads``).  Where the OpenMP
+threads sleep between regions instead of spinning (``OMP_WAIT_POLICY=passive``;
+the driver's :func:`regions_slow` probe), every region must wake them, and
+``_tune`` starts with its timing instead of trusting all threads.
 
 Kernel rows.  When the first or second variable's row is missing and the
 cache still has never-used slots, it is computed in one block with the rows
@@ -254,6 +257,11 @@ cdef Py_ssize_t CHUNK = 256
 # iterations run with the faster setting before timing both again.
 cdef long long TUNE_WINDOW = 256
 cdef long long TUNE_COMMIT = 8192
+
+# The parallel-region probe (regions_slow): regions timed, and the serial pause
+# before each, about the serial work between two regions of the loop.
+cdef int REGION_PROBES = 4
+cdef double REGION_PAUSE = 5e-6
 
 # Lazy refresh: its fraction and control, shared with the online solver, are in
 # msvm._core._steps.
@@ -534,6 +542,7 @@ cdef class S2DOState:
     # read-only inputs of one pass / one selection (set before the parallel loop).
     cdef readonly int n_threads          # set by set_threads
     cdef public bint tune_threads
+    cdef public bint slow_regions        # the tuning times one thread first (set_threads)
     cdef int cur_threads
     cdef int tune_phase
     cdef long long tune_count
@@ -1964,16 +1973,24 @@ cdef class S2DOState:
 
     def set_threads(self, int n_threads):
         """Run on ``n_threads`` threads from the next step on, the Gram rows of the
-        cache included, and start the thread tuning (``_tune``) afresh.  The
-        iterates do not depend on it (see the module docstring)."""
+        cache included, and start the thread tuning (``_tune``) afresh: with all
+        threads for TUNE_COMMIT iterations, or, when ``slow_regions`` is set (the
+        driver's :func:`regions_slow` probe), with the timing of one thread
+        against all.  The iterates do not depend on it (see the module docstring)."""
         if n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
         self.n_threads = n_threads
         self.cur_threads = n_threads
         self.kc.n_threads = n_threads
-        self.tune_phase = 2    # all threads for TUNE_COMMIT iterations, then the timings
         self.tune_count = 0
         self.tune_losses = 0
+        if self.slow_regions:
+            self.tune_phase = 0
+            self.tune_t0 = _now()
+            self.tune_v0 = self.n_visits
+            self.cur_threads = 1
+        else:
+            self.tune_phase = 2
 
     def retarget(self, gamma):
         """Replace the target table γ (Q, P), keeping α and the scores F.
@@ -2056,7 +2073,9 @@ cdef class S2DOState:
         the working set shrinks from one window to the next.  A solve (or
         ``set_threads``) starts with TUNE_COMMIT iterations on all threads:
         the contention watch has just found the cores free, and the first
-        passes, which visit every example, are the longest of the solve.  Only
+        passes, which visit every example, are the longest of the solve -- unless
+        the OpenMP runtime's regions are slow (``slow_regions``), when it starts
+        with the timing.  Only
         the passes are tuned; the Gram rows keep all threads.  The iterates do
         not depend on the thread count (fixed chunks, ordered reductions), only
         the speed does.
@@ -2147,3 +2166,36 @@ cdef class S2DOState:
         state["F"] = np.array(self.F)
         state["gsum"] = np.array(self.gsum)
         return state
+
+
+def regions_slow(int n_threads, double threshold):
+    """Whether a parallel region of ``n_threads`` threads takes longer than ``threshold``
+    seconds after a short serial pause, as between two regions of the loop (every one of
+    REGION_PROBES empty regions; the first faster one answers no).
+
+    Threads that spin while they wait (libgomp's default) join the next region at
+    once.  Threads that sleep (``OMP_WAIT_POLICY=passive``, or libgomp's short spin
+    when it counts more threads than cores) must be woken at every region, which
+    can cost more than a pass over a small working set: the solvers then let the
+    thread tuning time one thread first (``S2DOState.slow_regions``).
+    """
+    cdef int r, b
+    cdef long total = 0
+    cdef double start, pause_end
+    cdef bint slow = True
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads!r}.")
+    with nogil:
+        for b in prange(n_threads, num_threads=n_threads, schedule="static"):
+            total += b    # the first region starts the threads
+        for r in range(REGION_PROBES):
+            pause_end = _now() + REGION_PAUSE
+            while _now() < pause_end:
+                pass
+            start = _now()
+            for b in prange(n_threads, num_threads=n_threads, schedule="static"):
+                total += b
+            if _now() - start <= threshold:
+                slow = False
+                break
+    return slow

@@ -66,6 +66,10 @@ ACCELERATIONS = ("shrinking", "fast", "lazy", "focus", "block_steps", "prefetch"
 FINISH_AFTER = 20
 #: ``solve`` takes ``blas_threads`` (see :mod:`msvm.solvers`).
 BLAS_THREADS = True
+#: Seconds of an empty parallel region above which the OpenMP threads are taken to sleep
+#: between regions (:func:`msvm._core._s2do.regions_slow`): spinning threads join one in
+#: about a microsecond, sleeping ones in tens.
+SLOW_REGION = 5e-6
 
 
 #: The compiled loop's counters reported in a solution's info (summed over the states of
@@ -83,13 +87,28 @@ def check_block_size(block_size) -> None:
                          f"got {block_size!r}.")
 
 
+def region_slow(threads: int) -> bool:
+    """Whether the parallel regions of ``threads`` threads are slow (SLOW_REGION)."""
+    from msvm._core._s2do import regions_slow
+
+    return regions_slow(threads, SLOW_REGION)
+
+
 def configure(state, *, complete_at: int = 0, tune_threads: bool = True, lazy: bool = True,
               block_steps: bool = True, block_size: int = 8, focus: bool = True,
               prefetch: bool = True, slot_partner: bool = True) -> None:
     """Set the loop switches of :func:`solve` (documented there) on a compiled ``S2DOState``,
-    and the ``complete_at`` that :func:`~msvm.solvers._common.fill_gram` returned."""
+    and the ``complete_at`` that :func:`~msvm.solvers._common.fill_gram` returned.
+
+    With ``tune_threads`` on several threads, the parallel regions are probed first
+    (:func:`region_slow`): where they are slow, the thread tuning starts by timing one
+    thread against all instead of running all threads for its first iterations.
+    """
     state.complete_at = int(complete_at)
     state.tune_threads = bool(tune_threads)
+    if tune_threads and state.n_threads > 1 and region_slow(state.n_threads):
+        state.slow_regions = True
+        state.set_threads(state.n_threads)
     state.lazy_enabled = bool(lazy)
     state.block_steps = bool(block_steps)
     state.block_size = int(block_size)
