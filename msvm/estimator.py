@@ -255,6 +255,10 @@ default='rbf'
         per-iteration passes); None means 1 (also inside a joblib
         ``parallel_backend`` context, so that each fit of a parallel search
         takes one core), -1 all cores.  The solution does not depend on it.
+        S2DO times its passes on one thread against all from time to time
+        and keeps the faster; it runs on one thread while other processes
+        hold the cores, and starts with the timing where the OpenMP threads
+        sleep between its parallel regions (``OMP_WAIT_POLICY=passive``).
     warm_start : bool, default=False
         Start the next :meth:`fit` from the previous fit's dual solution when
         the training set size and machine match (e.g. along a path over C;
