@@ -293,11 +293,13 @@ def test_busy_cores_switch_to_one_thread_with_identical_iterates(monkeypatch):
 def test_contention_watch_follows_the_kernels_counters(monkeypatch):
     """All threads while a core is free, one thread from the slice in which the threads
     waited for a CPU, all threads again once a core is free; one thread from the start
-    when no core is free."""
+    when no core is free at any of the start's readings, all threads when a later one
+    finds a core free."""
     # What the watch reads, in its order (see ContentionWatch): free cores at the start
-    # and after a slice on one thread, cumulative run-queue seconds around a slice on all.
-    free = iter([1, 0, 1, 0])
-    waited = iter([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    # (again while none is free, up to READINGS times) and after a slice on one thread,
+    # cumulative run-queue seconds around a slice on all.
+    free = iter([1, 0, 1, 0, 0, 0, 0, 1])
+    waited = iter([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: next(free)))
     monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: next(waited)))
     calls = []
@@ -311,9 +313,13 @@ def test_contention_watch_follows_the_kernels_counters(monkeypatch):
     assert calls == [1]
     watch.after_slice()                 # free again
     assert calls == [1, 2] and watch.n_serial == 1
+    monkeypatch.setattr(ContentionWatch, "READING_PAUSE", 0.0)
     busy = ContentionWatch(2, calls.append, 0.5)     # no core free at the start
     assert busy.serial and calls == [1, 2, 1]
     assert not ContentionWatch(1, calls.append, 0.5).enabled and calls == [1, 2, 1]
+    moment = ContentionWatch(2, calls.append, 0.5)   # a core free at the second reading
+    assert not moment.serial and calls == [1, 2, 1]
+    assert next(free, None) is None                  # every reading taken, no more
 
 
 def test_contention_watch_sees_another_process_holding_a_core():

@@ -373,7 +373,10 @@ class ContentionWatch:
     * the loop starts on all its threads if enough cores are free, else on
       one: the machine's cores less this thread's and one per task of
       another process running now (``/proc/stat``'s ``procs_running`` less
-      this process's running threads);
+      this process's running threads).  A reading that finds too few is
+      taken again, up to READINGS times READING_PAUSE seconds apart, and the
+      most free cores count: a task that runs for a moment (a kernel worker)
+      does not hold a core;
     * after a slice on one thread, it takes all threads once enough cores are
       free;
     * after a slice on all threads, it goes back to one thread when its
@@ -397,18 +400,32 @@ class ContentionWatch:
     """
 
     CONTENDED = 0.2
+    READINGS = 3
+    READING_PAUSE = 0.002
 
     def __init__(self, threads: int, set_threads: Callable[[int], None], slice_length: float):
         self.threads = threads
         self.set_threads = set_threads
         self.slice_length = slice_length
-        free = self._free_cores() if threads > 1 else None
+        free = self._free_at_start() if threads > 1 else None
         self.enabled = free is not None and self._waited() is not None
         self.serial = self.enabled and free < threads - 1
         self.n_serial = 0                         # times the loop went down to one thread
         if self.serial:
             set_threads(1)
         self._start()
+
+    def _free_at_start(self) -> int | None:
+        """Free cores at the start: the most of up to READINGS readings (None: not
+        available)."""
+        free = self._free_cores()
+        for _ in range(self.READINGS - 1):
+            if free is None or free >= self.threads - 1:
+                break
+            time.sleep(self.READING_PAUSE)
+            again = self._free_cores()
+            free = None if again is None else max(free, again)
+        return free
 
     @staticmethod
     def _waited() -> float | None:
