@@ -143,7 +143,7 @@ def test_tuned_solve_starts_on_all_threads(monkeypatch):
     thread against them."""
     monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
     monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: 0.0))
-    monkeypatch.setattr(s2do, "region_slow", lambda threads: False)
+    monkeypatch.setattr(s2do, "SLOW_REGION", np.inf)
     X, y = blobs(4, 5, 700, spread=2.0)
     solution = s2do.solve(make_problem("ww", X, y, C=2.0), tol=1e-4, n_jobs=2,
                           cache_size=1.0)
@@ -152,12 +152,12 @@ def test_tuned_solve_starts_on_all_threads(monkeypatch):
 
 
 def test_slow_parallel_regions_start_the_tuning_on_one_thread(monkeypatch):
-    """Where the OpenMP threads sleep between parallel regions (``region_slow``), the
-    tuning first times TUNE_WINDOW (256) iterations on one thread instead of trusting
-    all threads; the iterates stay those of one thread."""
+    """Where the OpenMP threads are slow to join a parallel region (every region is slower
+    than a threshold of 0 s), the tuning first times TUNE_WINDOW (256) iterations on one
+    thread instead of trusting all threads; the iterates stay those of one thread."""
     monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
     monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: 0.0))
-    monkeypatch.setattr(s2do, "region_slow", lambda threads: True)
+    monkeypatch.setattr(s2do, "SLOW_REGION", 0.0)
     X, y = blobs(4, 5, 700, spread=2.0)
     problem = make_problem("ww", X, y, C=2.0)
     one = s2do.solve(problem, tol=1e-4, n_jobs=1, cache_size=1.0)

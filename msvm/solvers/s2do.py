@@ -87,13 +87,6 @@ def check_block_size(block_size) -> None:
                          f"got {block_size!r}.")
 
 
-def region_slow(threads: int) -> bool:
-    """Whether the parallel regions of ``threads`` threads are slow (SLOW_REGION)."""
-    from msvm._core._s2do import regions_slow
-
-    return regions_slow(threads, SLOW_REGION)
-
-
 def configure(state, *, complete_at: int = 0, tune_threads: bool = True, lazy: bool = True,
               block_steps: bool = True, block_size: int = 8, focus: bool = True,
               prefetch: bool = True, slot_partner: bool = True) -> None:
@@ -101,12 +94,15 @@ def configure(state, *, complete_at: int = 0, tune_threads: bool = True, lazy: b
     and the ``complete_at`` that :func:`~msvm.solvers._common.fill_gram` returned.
 
     With ``tune_threads`` on several threads, the parallel regions are probed first
-    (:func:`region_slow`): where they are slow, the thread tuning starts by timing one
-    thread against all instead of running all threads for its first iterations.
+    (:func:`msvm._core._s2do.regions_slow`): where one takes over SLOW_REGION, the thread
+    tuning starts by timing one thread against all instead of running all threads for
+    its first iterations.
     """
+    from msvm._core._s2do import regions_slow
+
     state.complete_at = int(complete_at)
     state.tune_threads = bool(tune_threads)
-    if tune_threads and state.n_threads > 1 and region_slow(state.n_threads):
+    if tune_threads and state.n_threads > 1 and regions_slow(state.n_threads, SLOW_REGION):
         state.slow_regions = True
         state.set_threads(state.n_threads)
     state.lazy_enabled = bool(lazy)
