@@ -168,6 +168,26 @@ def test_slow_parallel_regions_start_the_tuning_on_one_thread(monkeypatch):
     np.testing.assert_array_equal(one.scores, slow.scores)
 
 
+@pytest.mark.parametrize("free", [0, 1])
+def test_regions_are_probed_only_with_a_core_free(monkeypatch, free):
+    """The probe runs once the contention watch starts the loop on all threads; with no
+    core free the loop starts on one thread unprobed (every probe region would wait for
+    the busy core)."""
+    from msvm._core import _s2do as compiled
+
+    monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: free))
+    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: 0.0))
+    monkeypatch.setattr(ContentionWatch, "READING_PAUSE", 0.0)
+    probes = []
+    monkeypatch.setattr(compiled, "regions_slow",
+                        lambda threads, threshold: probes.append(threads) or False)
+    X, y = blobs(4, 5, 700, spread=2.0)
+    solution = s2do.solve(make_problem("ww", X, y, C=2.0), tol=1e-4, n_jobs=2,
+                          cache_size=1.0)
+    assert probes == ([2] if free else [])
+    assert solution.info["n_parallel_iter"] == (solution.n_iter if free else 0)
+
+
 def test_region_probe_compares_with_its_threshold():
     """An empty region takes some time (slow against 0 s) and less than a second (not
     slow against 1 s); the probe refuses a thread count OpenMP cannot mean."""

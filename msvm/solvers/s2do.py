@@ -87,24 +87,32 @@ def check_block_size(block_size) -> None:
                          f"got {block_size!r}.")
 
 
+def start_threads(state, watch) -> None:
+    """The threads of a new state: one while ``watch`` (a
+    :class:`~msvm.solvers._common.ContentionWatch`) holds the loop on one thread, else all
+    of them.  With the thread tuning on, the parallel regions are then probed
+    (:func:`msvm._core._s2do.regions_slow`; only with the cores free, where a region is
+    quick unless the threads sleep): where one takes over SLOW_REGION, the tuning starts
+    by timing one thread against all instead of running all threads for its first
+    iterations.
+    """
+    from msvm._core._s2do import regions_slow
+
+    if watch.serial:
+        state.set_threads(1)
+    elif (state.tune_threads and state.n_threads > 1
+          and regions_slow(state.n_threads, SLOW_REGION)):
+        state.slow_regions = True
+        state.set_threads(state.n_threads)
+
+
 def configure(state, *, complete_at: int = 0, tune_threads: bool = True, lazy: bool = True,
               block_steps: bool = True, block_size: int = 8, focus: bool = True,
               prefetch: bool = True, slot_partner: bool = True) -> None:
     """Set the loop switches of :func:`solve` (documented there) on a compiled ``S2DOState``,
-    and the ``complete_at`` that :func:`~msvm.solvers._common.fill_gram` returned.
-
-    With ``tune_threads`` on several threads, the parallel regions are probed first
-    (:func:`msvm._core._s2do.regions_slow`): where one takes over SLOW_REGION, the thread
-    tuning starts by timing one thread against all instead of running all threads for
-    its first iterations.
-    """
-    from msvm._core._s2do import regions_slow
-
+    and the ``complete_at`` that :func:`~msvm.solvers._common.fill_gram` returned."""
     state.complete_at = int(complete_at)
     state.tune_threads = bool(tune_threads)
-    if tune_threads and state.n_threads > 1 and regions_slow(state.n_threads, SLOW_REGION):
-        state.slow_regions = True
-        state.set_threads(state.n_threads)
     state.lazy_enabled = bool(lazy)
     state.block_steps = bool(block_steps)
     state.block_size = int(block_size)
@@ -302,6 +310,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     progress = SolverProgress("s2do", tol, enabled=verbose)
     watch = ContentionWatch(threads if tune_threads else 1, lambda n: state.set_threads(n),
                             slice_)
+    start_threads(state, watch)
 
     def count(name: str) -> int:
         """A counter of the loop, over every state it ran on."""
@@ -336,8 +345,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             # A new state on the finish's α; else the loop goes on as it was.
             counters.retire(state)
             state = new_state()
-            if watch.serial:
-                state.set_threads(1)
+            start_threads(state, watch)
         code = drive(run, after, StallWatch(state.objective))
     state.settle()
     progress.close()

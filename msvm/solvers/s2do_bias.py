@@ -126,7 +126,7 @@ from msvm.solvers._common import (
     start_point,
     warn_not_converged,
 )
-from msvm.solvers.s2do import FINISH_AFTER, check_block_size, configure
+from msvm.solvers.s2do import FINISH_AFTER, check_block_size, configure, start_threads
 
 SUPPORTS_BIAS = True
 SUPPORTS_NO_BIAS = False
@@ -306,6 +306,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     watch = ContentionWatch(threads if state.tune_threads else 1,
                             lambda n: state.set_threads(n), TIME_SLICE)
+    start_threads(state, watch)
     handover = _qp.Handover(problem, FINISH_AFTER, finish)
 
     def used() -> int:
@@ -326,8 +327,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             if handover.run(problem, alpha, state.tol, used(), offset=rho, targets=gamma):
                 counters.retire(state)
                 state = new_state(state.tol)
-                if watch.serial:
-                    state.set_threads(1)
+                start_threads(state, watch)
             code = drive(run, after, StallWatch(state.objective))
         state.settle()
         return code
