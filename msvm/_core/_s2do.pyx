@@ -1985,10 +1985,7 @@ cdef class S2DOState:
         self.tune_count = 0
         self.tune_losses = 0
         if self.slow_regions:
-            self.tune_phase = 0
-            self.tune_t0 = _now()
-            self.tune_v0 = self.n_visits
-            self.cur_threads = 1
+            self._time_one_thread()
         else:
             self.tune_phase = 2
 
@@ -2058,6 +2055,14 @@ cdef class S2DOState:
     def lazy_enabled(self, bint value):
         _lazy_enable(&self.lazy, value, LAZY_WINDOW_S2DO)
 
+    cdef void _time_one_thread(self) noexcept nogil:
+        """Start the tuning's timed window on one thread (``_tune``'s phase 0)."""
+        self.tune_phase = 0
+        self.tune_count = 0
+        self.tune_t0 = _now()
+        self.tune_v0 = self.n_visits
+        self.cur_threads = 1
+
     cdef void _tune(self) noexcept nogil:
         """Use threads only while they pay.
 
@@ -2087,11 +2092,7 @@ cdef class S2DOState:
         self.tune_count += 1
         if self.tune_phase == 2:
             if self.tune_count >= TUNE_COMMIT << self.tune_losses:
-                self.tune_phase = 0
-                self.tune_count = 0
-                self.tune_t0 = _now()
-                self.tune_v0 = self.n_visits
-                self.cur_threads = 1
+                self._time_one_thread()
             return
         now = _now()
         elapsed = now - self.tune_t0
