@@ -171,26 +171,55 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     lam = minimize(negative_dual, np.zeros(A.shape[0]), jac=True, method="L-BFGS-B",
                    options={"gtol": 1e-13 * scale, "ftol": 0.0, "maxiter": 1000}).x
     x = _project(problem, v - (A.T @ lam).reshape(v.shape))
-    repair_equality(problem, x, problem.capacity)
-    return x
+    repaired = repair_equality(problem, x)
+    return x if repaired is None else repaired
 
 
-def repair_equality(problem: DualProblem, alpha: np.ndarray, cap) -> None:
-    """Remove the round-off of the equality rows with a least-norm move of the free variables.
+def repair_equality(problem: DualProblem, alpha: np.ndarray, cap=None,
+                    rtol: float = 0.0) -> np.ndarray | None:
+    """α moved by the least-norm δ with A(α + δ) = 0 on its positive variables, or None.
 
-    ``alpha`` is changed in place; free means strictly between 0 and the
-    example's ``cap`` (one bound for all, or an (m,) array of them).
+    A variable of a full slack group moves only with the others of its group,
+    their sum kept (one more row per full group).  ``cap`` is the examples'
+    capacity (one bound for all, or an (m,) array; default ``problem.capacity``).
+    None when no such δ keeps every constraint (α ≥ 0, slack groups ≤ cap); a
+    residual at most ``rtol`` times the larger of ``problem.scale`` and max α is
+    left alone.
     """
-    A = problem.equality_matrix()
-    residual = A @ alpha.ravel()
-    caps = np.broadcast_to(np.broadcast_to(np.asarray(cap, dtype=np.float64),
-                                           (alpha.shape[0],))[:, None], alpha.shape).ravel()
-    free = np.flatnonzero((alpha.ravel() > 0) & (alpha.ravel() < caps))
-    if len(free) == 0 or not np.any(residual):
-        return
-    delta = np.linalg.lstsq(A[:, free], -residual, rcond=None)[0]
-    flat = alpha.reshape(-1)
-    flat[free] = np.clip(flat[free] + delta, 0.0, caps[free])
+    cap = problem.capacity if cap is None else np.broadcast_to(
+        np.asarray(cap, dtype=np.float64), (problem.n_samples,))
+    out = alpha.copy()
+    # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
+    # columns of the free variables are needed).
+    residual = problem.equality_basis.T @ problem.equality_residual(out)
+    scale = max(problem.scale, float(out.max(initial=0.0)))
+    if np.max(np.abs(residual), initial=0.0) <= rtol * scale:
+        return out
+    movable = (out > 0) & problem.active
+    free = np.flatnonzero(movable.ravel())
+    if len(free) == 0:
+        return None
+    # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
+    # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
+    i, p = np.divmod(free, problem.n_slots)
+    At = problem.equality_directions[problem.y[i], p].T
+    hinge = problem.machine.loss == "hinge"
+    if hinge:
+        full = problem.group_sums(out)[i, p] >= cap[i] * (1 - 1e-12)
+        groups, inverse = np.unique(problem.slack_cell[i[full], p[full]], return_inverse=True)
+        count = np.bincount(inverse, minlength=len(groups))
+        mean = np.zeros((At.shape[0], len(groups)))
+        for k in range(At.shape[0]):
+            mean[k] = np.bincount(inverse, weights=At[k, full], minlength=len(groups)) / count
+        At[:, full] -= mean[:, inverse]
+    lam = np.linalg.lstsq(At @ At.T, -residual, rcond=None)[0]
+    flat = out.reshape(-1)
+    flat[free] += At.T @ lam
+    if np.any(flat[free] < 0):
+        return None
+    if hinge and np.any(problem.slack_sums(out) > cap[:, None] * (1 + 1e-12)):
+        return None
+    return out
 
 
 def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:

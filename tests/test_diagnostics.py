@@ -11,6 +11,7 @@ from msvm.diagnostics import (
     diagnose,
     kkt_violation,
     primal_objective,
+    repair_equality,
 )
 from msvm.solvers import get_solver
 
@@ -166,3 +167,39 @@ def test_kkt_violation_is_in_gradient_units():
     d = diagnose(problem, problem.zeros())
     # At α = 0 every gradient is −γ = −1: increasing any variable gains 1 per unit.
     assert d.kkt_violation == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("model", ["ww", "cs"])
+def test_repair_equality_is_the_least_norm_move_that_keeps_full_groups(model):
+    # An optimum with variables at C, perturbed off the bias equalities; the repair
+    # must solve them, keep every group at capacity at its sum and zeros at zero, and
+    # be the least-norm such move (checked against lstsq on the explicit constraints).
+    X, y = blobs(4, 3, 45, spread=2.5)
+    problem = make_problem(model, X, y, C=0.5, bias=True)
+    optimum = get_solver("osqp").solve(problem, tol=1e-10).alpha
+    alpha = np.where(optimum > 1e-6 * problem.C, optimum, 0.0)
+    sums = problem.group_sums(alpha)
+    full = (alpha > 0) & (sums >= problem.C * (1 - 1e-6))
+    alpha[full] *= problem.C / sums[full]          # exactly at capacity
+    movable = (alpha > 0) & problem.active
+    assert full.any() and (movable & ~full).sum() >= 3
+    rng = np.random.default_rng(0)
+    inner = movable & ~full
+    alpha[inner] *= 1 + 1e-3 * rng.uniform(-1, 1, inner.sum())
+    assert np.max(np.abs(problem.equality_residual(alpha))) > 1e-6
+
+    repaired = repair_equality(problem, alpha)
+    assert np.max(np.abs(problem.equality_residual(repaired))) <= 1e-12
+    assert problem.check_feasible(repaired, atol=1e-12)
+    assert np.all(repaired[~movable] == 0)
+    np.testing.assert_allclose(problem.group_sums(repaired)[full], problem.C, rtol=1e-14)
+    # The least-norm δ over the movable variables: A δ = −Aα, Σ_group δ = 0 per full group.
+    cols = np.flatnonzero(movable.ravel())
+    A = problem.equality_matrix()[:, cols]
+    cells = problem.slack_cell.ravel()[cols]
+    full_cells = np.unique(cells[full.ravel()[cols]])
+    G = (cells[None, :] == full_cells[:, None]).astype(float)
+    rhs = np.concatenate([-problem.equality_matrix() @ alpha.ravel(), np.zeros(len(G))])
+    delta = np.linalg.lstsq(np.vstack([A, G]), rhs, rcond=None)[0]
+    np.testing.assert_allclose(repaired.ravel()[cols] - alpha.ravel()[cols], delta,
+                               atol=1e-12 * problem.C)

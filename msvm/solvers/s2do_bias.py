@@ -53,7 +53,8 @@ each later one at the larger of ``OUTER_SLACK``·‖Δb‖∞ (the next multipli
 step moves every gradient by up to ‖Δb‖∞) and ``inner_fraction``·tol.  After
 an inner solve at the final tolerance, the residual r is removed by the
 least-norm move of the positive variables (a full slack group moves at
-constant sum; :func:`_repair`), the scores are updated from the cached rows,
+constant sum; :func:`msvm.diagnostics.repair_equality`), the scores are
+updated from the cached rows,
 and the certificate the estimator will compute -- b from the KKT
 conditions (:func:`msvm.diagnostics.bias_from_kkt`) and the largest KKT
 violation with it (:func:`msvm.diagnostics.kkt_violation`) -- must be within
@@ -106,6 +107,7 @@ import time
 import numpy as np
 
 from msvm._progress import SolverProgress
+from msvm.diagnostics import bias_from_kkt, kkt_violation, repair_equality
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, TOL_FLOOR, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
@@ -510,60 +512,16 @@ def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray,
             + (1.0 + float(y @ Hy) / sy) * np.outer(s, s) / sy)
 
 
-def _repair(problem: DualProblem, alpha: np.ndarray) -> np.ndarray | None:
-    """α moved by the least-norm δ with A(α + δ) = 0 on its positive variables, or None.
-
-    A variable of a full slack group moves only with the others of its group,
-    their sum kept (one more row per full group; :func:`msvm.diagnostics.
-    repair_equality`, meant for round-off, does not look at the groups).  None
-    when no such δ keeps every constraint (α ≥ 0, slack groups ≤ C_i); a
-    residual already below :data:`EQUALITY_RTOL` is left alone.
-    """
-    out = alpha.copy()
-    # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
-    # columns of the free variables are needed).
-    residual = problem.equality_basis.T @ problem.equality_residual(out)
-    scale = max(problem.scale, float(out.max(initial=0.0)))
-    if np.max(np.abs(residual), initial=0.0) <= EQUALITY_RTOL * scale:
-        return out
-    movable = (out > 0) & problem.active
-    free = np.flatnonzero(movable.ravel())
-    if len(free) == 0:
-        return None
-    # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
-    # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
-    P = problem.n_slots
-    i, p = np.divmod(free, P)
-    At = problem.equality_directions[problem.y[i], p].T
-    hinge = problem.machine.loss == "hinge"
-    if hinge:
-        full = problem.group_sums(out)[i, p] >= problem.capacity[i] * (1 - 1e-12)
-        groups, inverse = np.unique(problem.slack_cell[i[full], p[full]], return_inverse=True)
-        count = np.bincount(inverse, minlength=len(groups))
-        mean = np.zeros((At.shape[0], len(groups)))
-        for k in range(At.shape[0]):
-            mean[k] = np.bincount(inverse, weights=At[k, full], minlength=len(groups)) / count
-        At[:, full] -= mean[:, inverse]
-    lam = np.linalg.lstsq(At @ At.T, -residual, rcond=None)[0]
-    delta = At.T @ lam
-    flat = out.reshape(-1)
-    flat[free] += delta
-    if np.any(flat[free] < 0):
-        return None
-    if hinge and np.any(problem.slack_sums(out) > problem.capacity[:, None] * (1 + 1e-12)):
-        return None
-    return out
-
-
 def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
               F: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """α with the equality residual repaired (:func:`_repair`) and its scores F̄ = K'β̄.
+    """α with the equality residual repaired and its scores F̄ = K'β̄.
 
     ``F`` are the scores of ``alpha`` (user's kernel); the examples the repair
-    moves get their rows from ``cache`` (rows of k + ρ, hence the correction by
-    ρ Σ Δβ).  None when the repair fails.
+    (:func:`msvm.diagnostics.repair_equality`) moves get their rows from
+    ``cache`` (rows of k + ρ, hence the correction by ρ Σ Δβ).  None when the
+    repair fails.
     """
-    out = _repair(problem, alpha)
+    out = repair_equality(problem, alpha, rtol=EQUALITY_RTOL)
     if out is None:
         return None
     moved = np.flatnonzero(np.any(out != alpha, axis=1))
@@ -591,8 +549,6 @@ def _verify(problem: DualProblem, cache, rho: float, alpha: np.ndarray, F: np.nd
     conditions of the free variables (:func:`msvm.diagnostics.bias_from_kkt`) and
     measures the largest KKT violation with it; the same functions decide here.
     """
-    from msvm.diagnostics import bias_from_kkt, kkt_violation
-
     repaired = _repaired(problem, cache, rho, alpha, F)
     if repaired is None:
         return None
