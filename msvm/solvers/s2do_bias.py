@@ -54,12 +54,11 @@ step moves every gradient by up to ‖Δb‖∞) and ``inner_fraction``·tol.  A
 an inner solve at the final tolerance, the residual r is removed by the
 least-norm move of the positive variables (a full slack group moves at
 constant sum; :func:`msvm.diagnostics.repair_equality`), the scores are
-updated from the cached rows,
-and the certificate the estimator will compute -- b from the KKT
-conditions (:func:`msvm.diagnostics.bias_from_kkt`) and the largest KKT
-violation with it (:func:`msvm.diagnostics.kkt_violation`) -- must be within
-``tol``, with the equalities at :data:`EQUALITY_RTOL`.  Otherwise the outer
-loop goes on.  So ``status='optimal'`` means what it means for S2DO: the
+updated from the cached rows, and the certificate the estimator will
+compute -- b from the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`)
+and the largest KKT violation with it (:func:`msvm.diagnostics.kkt_violation`)
+-- must be within ``tol``, with the equalities at :data:`EQUALITY_RTOL`.
+Otherwise the outer loop goes on.  So ``status='optimal'`` means what it means for S2DO: the
 estimator's own check (``STOPPING_RULE = 'kkt_violation'``) passes on the
 float64 scores.
 
