@@ -175,19 +175,16 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     return x if repaired is None else repaired
 
 
-def repair_equality(problem: DualProblem, alpha: np.ndarray, cap=None,
+def repair_equality(problem: DualProblem, alpha: np.ndarray,
                     rtol: float = 0.0) -> np.ndarray | None:
     """α moved by the least-norm δ with A(α + δ) = 0 on its positive variables, or None.
 
     A variable of a full slack group moves only with the others of its group,
-    their sum kept (one more row per full group).  ``cap`` is the examples'
-    capacity (one bound for all, or an (m,) array; default ``problem.capacity``).
-    None when no such δ keeps every constraint (α ≥ 0, slack groups ≤ cap); a
-    residual at most ``rtol`` times the larger of ``problem.scale`` and max α is
-    left alone.
+    their sum kept (one more row per full group).  None when no such δ keeps
+    every constraint (α ≥ 0, slack groups ≤ ``problem.capacity``); a residual at
+    most ``rtol`` times the larger of ``problem.scale`` and max α is left alone.
     """
-    cap = problem.capacity if cap is None else np.broadcast_to(
-        np.asarray(cap, dtype=np.float64), (problem.n_samples,))
+    cap = problem.capacity
     out = alpha.copy()
     # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
     # columns of the free variables are needed).

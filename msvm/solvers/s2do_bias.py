@@ -58,9 +58,9 @@ updated from the cached rows, and the certificate the estimator will
 compute -- b from the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`)
 and the largest KKT violation with it (:func:`msvm.diagnostics.kkt_violation`)
 -- must be within ``tol``, with the equalities at :data:`EQUALITY_RTOL`.
-Otherwise the outer loop goes on.  So ``status='optimal'`` means what it means for S2DO: the
-estimator's own check (``STOPPING_RULE = 'kkt_violation'``) passes on the
-float64 scores.
+Otherwise the outer loop goes on.  So ``status='optimal'`` means what it
+means for S2DO: the estimator's own check (``STOPPING_RULE =
+'kkt_violation'``) passes on the float64 scores.
 
 The multiplier step.  The step ρr is the exact maximiser of the dual
 function φ_ρ(b) = min_α L_ρ(α, b) only where ρ dominates its curvature.

@@ -427,7 +427,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         show(final=True)
         b_lp = fw_gap = None
         if solver.bias:
-            repaired = repair_equality(problem, solver.alpha, solver.cap)
+            repaired = repair_equality(problem, solver.alpha)
             if repaired is not None:
                 solver.alpha[...] = repaired
             solver.g = problem.gradient(solver.alpha, solver.F)
