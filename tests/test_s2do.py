@@ -17,6 +17,7 @@ the linear cases use min(C, 1).
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from msvm.diagnostics import diagnose
 from msvm.solvers import get_solver, resolve_solver
@@ -96,7 +97,8 @@ def test_max_iter_status():
     s2do = _s2do()
     name, X, y, C = CASES[5]
     problem = make_problem("ww", X, y, C=C)
-    solution = s2do.solve(problem, tol=TOL, max_iter=5)
+    with pytest.warns(ConvergenceWarning, match="max_iter=5"):
+        solution = s2do.solve(problem, tol=TOL, max_iter=5)
     assert solution.status == "max_iter"
     assert solution.n_iter == 5
     assert problem.check_feasible(solution.alpha)
