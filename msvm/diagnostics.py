@@ -187,18 +187,17 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray,
     cap = problem.capacity
     out = alpha.copy()
     # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
-    # columns of the free variables are needed).
+    # columns of the positive variables are needed).
     residual = problem.equality_basis.T @ problem.equality_residual(out)
     scale = max(problem.scale, float(out.max(initial=0.0)))
     if np.max(np.abs(residual), initial=0.0) <= rtol * scale:
         return out
-    movable = (out > 0) & problem.active
-    free = np.flatnonzero(movable.ravel())
-    if len(free) == 0:
+    positive = np.flatnonzero(((out > 0) & problem.active).ravel())
+    if len(positive) == 0:
         return None
     # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
     # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
-    i, p = np.divmod(free, problem.n_slots)
+    i, p = np.divmod(positive, problem.n_slots)
     At = problem.equality_directions[problem.y[i], p].T
     hinge = problem.machine.loss == "hinge"
     if hinge:
@@ -211,8 +210,8 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray,
         At[:, full] -= mean[:, inverse]
     lam = np.linalg.lstsq(At @ At.T, -residual, rcond=None)[0]
     flat = out.reshape(-1)
-    flat[free] += At.T @ lam
-    if np.any(flat[free] < 0):
+    flat[positive] += At.T @ lam
+    if np.any(flat[positive] < 0):
         return None
     if hinge and np.any(problem.slack_sums(out) > cap[:, None] * (1 + 1e-12)):
         return None
