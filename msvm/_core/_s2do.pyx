@@ -388,8 +388,8 @@ cdef inline double _scatter(Py_ssize_t e, double* Fe, double* Se, int nb,
     for t in range(nb):
         kt[t] = rows[t][e]
     for j in range(nc):
-        # Each column's terms summed in a register (scattering them row by row
-        # into F stalled on store-to-load forwarding: ~30% of the pass).
+        # Each column's terms summed in a register: scattering them row by row
+        # into F stalls on store-to-load forwarding.
         d = 0.0
         for k in range(start[j], start[j + 1]):
             d = d + w[k] * kt[row[k]]
@@ -1014,8 +1014,8 @@ cdef class S2DOState:
         One Gram row per such i with a non-zero row, taken BLOCK_MAX (SCORE_ROWS_MAX
         from a cache that keeps its rows) at a time as a block (no block is open
         here): each target example then gets the block's summed deltas in one visit,
-        as in the pass (one visit per row read the example's F row BLOCK_MAX times as
-        often: 28% of letter-ww's time).
+        as in the pass (one visit per row would read the example's F row BLOCK_MAX
+        times as often; commit 4f5e257 has the measurement).
         """
         cdef Py_ssize_t i, e, q, y, t, n_tgt = 0
         cdef int width = SCORE_ROWS_MAX if self.kc.keeps_rows() else BLOCK_MAX
