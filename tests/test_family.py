@@ -224,8 +224,12 @@ def test_ova_without_bias_is_one_bias_free_svm_per_class(kernel):
     solution = get_solver("cvxpy").solve(problem)
     ours = problem.scores(problem.beta(solution.alpha))
     if kernel == "linear":
-        svm = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-12, max_iter=10**6)
+        # A fixed order for liblinear's coordinate descent: a few of its random orders
+        # stall at this tolerance until max_iter, some far from the optimum.
+        svm = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-12, max_iter=10**6,
+                        random_state=0)
         theirs = svm.fit(X, y).decision_function(X)
+        assert svm.n_iter_ < svm.max_iter, "the reference stopped at max_iter"
     else:
         K = problem.kernel.gram()
         theirs = np.stack([_bias_free_svm(K, np.where(y == c, 1.0, -1.0), C)
