@@ -265,7 +265,9 @@ class _Reader:
             self.fail("is not a msvm model file (not a .npz archive: it starts with "
                       f"{magic!r}, a zip archive with b'PK\\x03\\x04').")
         try:
-            with np.load(path, allow_pickle=False) as npz:
+            # The file object is ours to close: np.load leaves a path it opened open when
+            # the zip directory is unreadable.
+            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
                 names = set(npz.files)
                 missing = sorted(set(_COMMON) - names)
                 if missing:

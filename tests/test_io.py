@@ -408,6 +408,12 @@ def test_corrupt_file_is_rejected_clearly(saved, tmp_path, name, mutation, messa
     with pytest.raises(ModelFileError, match=message) as info:
         msvm.load(path)
     assert str(path) in str(info.value)   # names the file
+    del info
+    with warnings.catch_warnings(record=True) as caught:   # and leaves it closed
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(ModelFileError):
+            msvm.load(path)
+    assert not [w.message for w in caught if issubclass(w.category, ResourceWarning)]
 
 
 def test_missing_and_directory(tmp_path):
