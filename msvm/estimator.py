@@ -62,6 +62,11 @@ _PREDICT_CHUNK = 2048
 #: the epochs it was asked for (an approximation by design).
 _EXPECTED_STATUSES = frozenset({"optimal", "epoch_limit"})
 
+#: What the ConvergenceWarning suggests, by status ('max_iter' and any other: the default).
+_ADVICE = {"stalled": "Its progress fell below round-off: raise tol, scale the features "
+                      "(e.g. sklearn.preprocessing.StandardScaler) or try another solver."}
+_DEFAULT_ADVICE = "Increase max_iter or try another solver."
+
 
 @dataclass(frozen=True)
 class FitSetup:
@@ -870,7 +875,7 @@ default='rbf'
                 f"Solver {solution.solver!r} did not converge (status {status!r}"
                 f"{', ' + str(detail) if detail else ''}): relative duality gap "
                 f"{diagnostics.relative_gap:.2e}, KKT residual {diagnostics.kkt_residual:.2e}. "
-                "Increase max_iter or try another solver.",
+                + _ADVICE.get(status, _DEFAULT_ADVICE),
                 ConvergenceWarning,
                 stacklevel=2,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
 from msvm import MultiClassSVC
-from msvm.solvers import resolve_solver
+from msvm.solvers import get_solver, resolve_solver
 
 MODELS = ("ww", "cs", "llw", "msvm2")
 
@@ -223,6 +224,20 @@ def test_convergence_warning_when_solver_stops_early(iris):
         with pytest.warns(ConvergenceWarning, match="did not converge"):
             clf = MultiClassSVC(max_iter=1).fit(X, y)
     assert clf.solution_["status"] != "optimal"
+
+
+@pytest.mark.parametrize("status,advice", [("max_iter", "Increase max_iter"),
+                                           ("stalled", "round-off: raise tol, scale the")])
+def test_convergence_warning_advice_follows_the_status(iris, status, advice):
+    X, y = iris
+    est = MultiClassSVC(max_iter=1)
+    setup = est.prepare_fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # the solver's own
+        solution = get_solver(setup.solver).solve(setup.problem, **est.solver_options(setup))
+    with pytest.warns(ConvergenceWarning, match=advice):
+        est.set_solution(setup, replace(solution, status=status))
+    assert est.solution_["status"] == status
 
 
 def test_verbose_prints_one_line_per_stage(small3, capsys):
