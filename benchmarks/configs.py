@@ -74,8 +74,14 @@ PROTOCOL = {**STANDARD, **REGIMES}
 BIAS = {f"{name}-bias": PROTOCOL[name]._replace(bias=True)
         for name in ("pendigits-ww", "satimage-cs", "letter-ww")}
 
+#: Many classes, run by name only (no target): generated Gaussian classes
+#: (:data:`benchmarks.data.BLOBS`) on either side of the 64 slots that S2DO's fast path
+#: holds per example (:data:`msvm.solvers._common.MAX_FAST_SLOTS`).
+MANY_CLASSES = {f"blobs{q}-{model}": Config(f"blobs{q}", None, model, 5.0, "scale", 1e-3, 500)
+                for q in (32, 64, 65, 100) for model in ("ww", "cs")}
+
 #: Every configuration, by id: the one table the benchmarks read.
-CONFIGS = {**PROTOCOL, **BIAS}
+CONFIGS = {**PROTOCOL, **BIAS, **MANY_CLASSES}
 
 #: The peer ``SVC`` of BENCHMARKS.md: C = 10, the same γ, tol 1e-3 and cache size.
 SVC_C = 10.0

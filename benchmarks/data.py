@@ -7,7 +7,8 @@ the first ``n_train`` training examples (or a stratified subsample), splits
 a set without a test part 2/3 – 1/3 (stratified, seed 0), and returns dense
 float64 arrays or CSR matrices (32-bit indices, as scikit-learn's SVC and
 LinearSVC require).  ``"text"`` is a generated text-like set
-(:func:`text_like`) for the linear solver's benchmark.
+(:func:`text_like`) for the linear solver's benchmark, ``"blobs<Q>"`` a
+generated set of Q Gaussian classes (:data:`BLOBS`) for the many-class rows.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ DIVISORS = {"mnist": 255.0, "pendigits": 100.0}
 
 #: The text-like set of :mod:`benchmarks.bench_linear` (:func:`text_like`).
 TEXT = dict(m=20000, m_test=5000, d=50000, density=0.002, n_classes=50, topic=200, seed=0)
+
+
+#: The sets ``blobs<Q>``: Q classes, each a unit Gaussian around a centre drawn from
+#: N(0, spread²) in d dimensions; ``per_class`` training and test points per class.
+BLOBS = dict(per_class=10, d=8, spread=1.5, seed=0)
 
 
 def load(name: str, n_train: int | None = None, *, sparse: bool = False,
@@ -44,6 +50,8 @@ def load(name: str, n_train: int | None = None, *, sparse: bool = False,
 
     if name == "text":
         X, y, Xt, yt = _text(n_train)
+    elif name.startswith("blobs"):
+        X, y, Xt, yt = _blobs(int(name[len("blobs"):]))
     else:
         from msvm.datasets import shared_dataset
 
@@ -72,6 +80,15 @@ def _index32(X: sp.csr_matrix) -> sp.csr_matrix:
     X.indices = X.indices.astype(np.int32)
     X.indptr = X.indptr.astype(np.int32)
     return X
+
+
+def _blobs(n_classes: int):
+    """The set ``blobs<n_classes>`` (:data:`BLOBS`): training and test points drawn alike."""
+    rng = np.random.default_rng(BLOBS["seed"])
+    centres = BLOBS["spread"] * rng.standard_normal((n_classes, BLOBS["d"]))
+    y = np.repeat(np.arange(n_classes), BLOBS["per_class"])
+    X, Xt = (centres[y] + rng.standard_normal((len(y), BLOBS["d"])) for _ in range(2))
+    return X, y, Xt, y.copy()
 
 
 def _text(n_train: int | None):
