@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from msvm.diagnostics import diagnose
 from msvm.solvers import get_solver, resolve_solver
 
-from problem_factory import MODELS, blobs, generated_cases, make_problem
+from problem_factory import FAMILY, MODELS, blobs, generated_cases, make_problem
 
 CASES = generated_cases(10)
 TOL = 1e-6
@@ -73,6 +73,59 @@ def test_variants_same_optimum(model, options):
         b = diagnose(problem, s2do.solve(problem, tol=TOL, **options))
         assert abs(a.dual_objective - b.dual_objective) <= 1e-6 * abs(b.dual_objective), name
         assert b.kkt_violation <= TOL, name
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("model", MODELS + FAMILY)
+def test_coupling_rows_without_the_table(model, bias, monkeypatch):
+    """Past ``FULL_M_MAX_ROWS`` S2DO (and S2DO with a bias) computes each row of M from
+    ν's non-zeros instead of reading the (QP)² table: the reference's optimum."""
+    from msvm.solvers import _common
+
+    name, X, y, C = CASES[4]
+    problem = make_problem(model, X, y, C=C, bias=bias)
+    reference = diagnose(problem, get_solver("osqp").solve(problem))
+    monkeypatch.setattr(_common, "FULL_M_MAX_ROWS", 0)
+    solver = get_solver(resolve_solver("auto", problem))
+    d = diagnose(problem, solver.solve(problem, tol=TOL))
+    assert d.kkt_violation <= TOL, name
+    rel = abs(d.dual_objective - reference.dual_objective) / abs(reference.dual_objective)
+    assert rel <= 1e-6, (name, rel)
+
+
+@pytest.mark.parametrize("model", MODELS + FAMILY)
+def test_coupling_rows_equal_the_table(model):
+    """M's rows and entries computed from ν's non-zeros equal the table's."""
+    from msvm._core._s2do import S2DOState
+    from msvm.solvers import _common
+
+    name, X, y, C = CASES[4]
+    problem = make_problem(model, X, y, C=C)
+    cache = problem.kernel.cache(1.0)
+    alpha = np.zeros((problem.n_samples, problem.n_slots))
+
+    def state(full_M):
+        tables = _common.machine_tables(problem.machine, full_M=full_M)
+        return S2DOState(cache, problem.y, alpha.copy(), C=problem.capacity,
+                         shift=problem.kernel_shift, tol=TOL, centred=tables.centred,
+                         fast=tables.fast, **tables.shared())
+
+    table, rows = state(True), state(False)
+    M = _common.machine_tables(problem.machine).M
+    for yp, expected in enumerate(M):
+        y_, p = divmod(yp, problem.n_slots)
+        for got in (*table.coupling(y_, p), *rows.coupling(y_, p)):
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
+
+
+def test_more_classes_than_the_fast_path():
+    """66 classes (past the fast path's 64 slots and the table's rows): certified."""
+    X, y = blobs(0, 66, 198)
+    problem = make_problem("ww", X, y, C=1.0)
+    solution = _s2do().solve(problem, tol=1e-4)
+    d = diagnose(problem, solution)
+    assert solution.status == "optimal" and d.kkt_violation <= 1e-4
+    assert 0 <= d.duality_gap <= 1e-2 * abs(d.dual_objective)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -481,8 +481,12 @@ cdef class S2DOState:
     cdef double[::1] S
     cdef double[::1] kdiag
     cdef Py_ssize_t[::1] work_idx
-    cdef const double[:, ::1] M
+    cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef double[:, ::1] Mdiag
+    # Without the table, the first variable's row of M (_first_variable) and ν_yp.
+    cdef bint has_M
+    cdef double[::1] mrow
+    cdef double[::1] nu_row
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
     cdef const int[:, ::1] slack
@@ -650,8 +654,17 @@ cdef class S2DOState:
         self.P = alpha.shape[1]
         self.Q = gamma.shape[0]
         self.R = max(int(group_size.shape[1]), 1)
-        self.M = M
-        self.Mdiag = np.ascontiguousarray(np.diagonal(M).reshape(self.Q, self.P))
+        self.has_M = M is not None
+        if self.has_M:
+            self.M = M
+            self.Mdiag = np.ascontiguousarray(np.diagonal(M).reshape(self.Q, self.P))
+        else:
+            # M[(y,p),(z,q)] = ν_yp·ν_zq − Q μ_yp μ_zq (ν̄ = ν − μ1 for sum-to-zero machines,
+            # μ = 0 otherwise), from ν's non-zeros: O(Q²) memory instead of O(Q⁴).
+            self.Mdiag = np.ascontiguousarray(np.sum(np.square(nz_val), axis=2)
+                                              - self.Q * np.square(nu_mean))
+            self.mrow = np.zeros(self.Q * self.P)
+            self.nu_row = np.zeros(self.Q)
         self.gamma = gamma
         self.active = active
         self.slack = slack
@@ -1200,7 +1213,40 @@ cdef class S2DOState:
         self.sg1 = self._grad(i, p)
         self.sKii = self.kdiag[i] + self.shift[i]
         self.sh11 = self.Mdiag[self.y[i], p] * self.sKii
-        self.sMrow = &self.M[self.y[i] * self.P + p, 0]
+        if self.has_M:
+            self.sMrow = &self.M[self.y[i] * self.P + p, 0]
+        else:
+            self._fill_mrow(self.y[i], p)
+            self.sMrow = &self.mrow[0]
+
+    cdef void _fill_mrow(self, Py_ssize_t y, Py_ssize_t p) noexcept nogil:
+        """mrow = the row (y, p) of M, from ν's non-zeros (no table, see __init__)."""
+        cdef Py_ssize_t z, q, Q = self.Q, P = self.P
+        cdef int k
+        cdef double d, mu = self.Q * self.nu_mean[y, p]
+        for k in range(self.nz_count[y, p]):
+            self.nu_row[self.nz_col[y, p, k]] = self.nz_val[y, p, k]
+        for z in range(Q):
+            for q in range(P):
+                d = 0.0
+                for k in range(self.nz_count[z, q]):
+                    d += self.nz_val[z, q, k] * self.nu_row[self.nz_col[z, q, k]]
+                self.mrow[z * P + q] = d - mu * self.nu_mean[z, q]
+        for k in range(self.nz_count[y, p]):
+            self.nu_row[self.nz_col[y, p, k]] = 0.0
+
+    cdef double _m_entry(self, Py_ssize_t y, Py_ssize_t p, Py_ssize_t z,
+                         Py_ssize_t q) noexcept nogil:
+        """M[(y,p),(z,q)], from the table or from ν's non-zeros."""
+        cdef int j, k
+        cdef double d = 0.0
+        if self.has_M:
+            return self.M[y * self.P + p, z * self.P + q]
+        for j in range(self.nz_count[y, p]):
+            for k in range(self.nz_count[z, q]):
+                if self.nz_col[y, p, j] == self.nz_col[z, q, k]:
+                    d += self.nz_val[y, p, j] * self.nz_val[z, q, k]
+        return d - self.Q * self.nu_mean[y, p] * self.nu_mean[z, q]
 
     cdef void _partner_in(self, Py_ssize_t e, double kie, double* best_gain, Py_ssize_t* k,
                           Py_ssize_t* q) noexcept nogil:
@@ -1377,7 +1423,7 @@ cdef class S2DOState:
             a2 = self.alpha[k, q]
             g2 = self._grad(k, q)
             h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift[k])
-            h12 = self.M[yi * self.P + p, yk * self.P + q] * self._kblock(i, k)
+            h12 = self._m_entry(yi, p, yk, q) * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
@@ -2128,6 +2174,21 @@ cdef class S2DOState:
         if self.centred:
             F -= np.asarray(self.S)[:, None] / self.Q
         return F
+
+    def coupling(self, Py_ssize_t y, Py_ssize_t p):
+        """Row (y, p) of M and its entries M[(y,p),(z,q)] one by one, as the second-variable
+        search and the 2-D steps read them: ((QP,) array, (QP,) array)."""
+        cdef Py_ssize_t z, q
+        if not (0 <= y < self.Q and 0 <= p < self.P):
+            raise IndexError(f"no slot ({y}, {p}) among {self.Q} classes and {self.P} slots.")
+        if self.has_M:
+            row = np.array(self.M[y * self.P + p])
+        else:
+            self._fill_mrow(y, p)
+            row = np.array(self.mrow)
+        entries = np.array([self._m_entry(y, p, z, q)
+                            for z in range(self.Q) for q in range(self.P)])
+        return row, entries
 
     def objective(self):
         """Dual objective J(α) (minimised form) from the kept scores; while the scores

@@ -50,6 +50,15 @@ STATUS = {DONE: "optimal", BUDGET: "max_iter", STALLED: "stalled"}
 #: The fast path's slot masks are 64-bit words (one bit per slot).
 MAX_FAST_SLOTS = 64
 
+#: S2DO reads the (QP × QP) coupling table M whole up to this many rows (8 MB) and
+#: otherwise computes the row it needs from ν's non-zeros: the table grows as Q⁴.
+FULL_M_MAX_ROWS = 1024
+
+
+def s2do_full_M(machine: Machine) -> bool:
+    """Whether S2DO builds the whole table M for ``machine`` (:data:`FULL_M_MAX_ROWS`)."""
+    return machine.n_classes * machine.n_slots <= FULL_M_MAX_ROWS
+
 
 # ----------------------------------------------------------- machine tables
 @dataclass(frozen=True)
@@ -130,8 +139,9 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         sum per pattern: ``max_shared_groups=1``).
     full_M : bool
         Build the (QP × QP) table M.  False leaves ``M`` None, for a solver
-        that needs only the diagonal blocks (:meth:`MachineTables.diagonal_blocks`):
-        M has (QP)² entries, 6.25 million for Q = 50.
+        that needs only the diagonal blocks (:meth:`MachineTables.diagonal_blocks`)
+        or computes M's rows itself (S2DO, :func:`s2do_full_M`): M has (QP)²
+        entries, 6.25 million for Q = 50.
 
     Returns
     -------

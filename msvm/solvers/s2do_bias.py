@@ -124,6 +124,7 @@ from msvm.solvers._common import (
     limit_blas_threads,
     machine_tables,
     n_threads,
+    s2do_full_M,
     start_point,
     warn_not_converged,
 )
@@ -254,7 +255,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         b = np.array(warm_start.b, dtype=np.float64).reshape(-1)
         if b.shape != (problem.n_classes,) or not np.all(np.isfinite(b)):
             b = np.zeros(problem.n_classes)
-    tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True))
+    tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True),
+                            full_M=s2do_full_M(problem.machine))
     nubar = tables.nubar                       # (Q, P, Q), zero on inactive slots
     U = problem.equality_basis
     projector = U @ U.T                        # onto the multipliers' space, span(U)

@@ -137,7 +137,8 @@ class _Solver:
         active = problem.active
         self.active = np.ascontiguousarray(active, dtype=np.uint8)
         # ν̄ of each example's active slots (zero on the others).
-        self.nu = np.ascontiguousarray(machine_tables(problem.machine, fast=False).nubar[problem.y])
+        nubar = machine_tables(problem.machine, fast=False, full_M=False).nubar
+        self.nu = np.ascontiguousarray(nubar[problem.y])
         squared = problem.machine.loss != "hinge"
         if squared:
             # No upper bound: one box per slot, of adaptive size (module docstring).
