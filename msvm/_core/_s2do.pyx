@@ -483,9 +483,11 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] work_idx
     cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef double[:, ::1] Mdiag
-    # Without the table, the first variable's row of M (_first_variable) and ν_yp.
+    # Without the table, the last row of M computed (_fill_mrow), its row index
+    # y·P + p (−1: none yet) and ν_yp.
     cdef bint has_M
     cdef double[::1] mrow
+    cdef Py_ssize_t mrow_of
     cdef double[::1] nu_row
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
@@ -664,6 +666,7 @@ cdef class S2DOState:
             self.Mdiag = np.ascontiguousarray(np.sum(np.square(nz_val), axis=2)
                                               - self.Q * np.square(nu_mean))
             self.mrow = np.zeros(self.Q * self.P)
+            self.mrow_of = -1
             self.nu_row = np.zeros(self.Q)
         self.gamma = gamma
         self.active = active
@@ -1220,10 +1223,14 @@ cdef class S2DOState:
             self.sMrow = &self.mrow[0]
 
     cdef void _fill_mrow(self, Py_ssize_t y, Py_ssize_t p) noexcept nogil:
-        """mrow = the row (y, p) of M, from ν's non-zeros (no table, see __init__)."""
+        """mrow = the row (y, p) of M, from ν's non-zeros (no table, see __init__),
+        unless it holds that row already."""
         cdef Py_ssize_t z, q, Q = self.Q, P = self.P
         cdef int k
         cdef double d, mu = self.Q * self.nu_mean[y, p]
+        if self.mrow_of == y * P + p:
+            return
+        self.mrow_of = y * P + p
         for k in range(self.nz_count[y, p]):
             self.nu_row[self.nz_col[y, p, k]] = self.nz_val[y, p, k]
         for z in range(Q):
@@ -1237,16 +1244,12 @@ cdef class S2DOState:
 
     cdef double _m_entry(self, Py_ssize_t y, Py_ssize_t p, Py_ssize_t z,
                          Py_ssize_t q) noexcept nogil:
-        """M[(y,p),(z,q)], from the table or from ν's non-zeros."""
-        cdef int j, k
-        cdef double d = 0.0
+        """M[(y,p),(z,q)], from the table or from the computed row (a 2-D step's row is
+        mostly the one its second-variable search has just computed)."""
         if self.has_M:
             return self.M[y * self.P + p, z * self.P + q]
-        for j in range(self.nz_count[y, p]):
-            for k in range(self.nz_count[z, q]):
-                if self.nz_col[y, p, j] == self.nz_col[z, q, k]:
-                    d += self.nz_val[y, p, j] * self.nz_val[z, q, k]
-        return d - self.Q * self.nu_mean[y, p] * self.nu_mean[z, q]
+        self._fill_mrow(y, p)
+        return self.mrow[z * self.P + q]
 
     cdef void _partner_in(self, Py_ssize_t e, double kie, double* best_gain, Py_ssize_t* k,
                           Py_ssize_t* q) noexcept nogil:
