@@ -484,11 +484,14 @@ cdef class S2DOState:
     cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef double[:, ::1] Mdiag
     # Without the table, the last row of M computed (_fill_mrow), its row index
-    # y·P + p (−1: none yet) and ν_yp.
+    # y·P + p (−1: none yet), and ν by its last index c: the rows y·P + p with
+    # ν_ypc ≠ 0 and their values, nuc_row/nuc_val[nuc_start[c]:nuc_start[c + 1]].
     cdef bint has_M
     cdef double[::1] mrow
     cdef Py_ssize_t mrow_of
-    cdef double[::1] nu_row
+    cdef int[::1] nuc_start
+    cdef int[::1] nuc_row
+    cdef double[::1] nuc_val
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
     cdef const int[:, ::1] slack
@@ -667,7 +670,12 @@ cdef class S2DOState:
                                               - self.Q * np.square(nu_mean))
             self.mrow = np.zeros(self.Q * self.P)
             self.mrow_of = -1
-            self.nu_row = np.zeros(self.Q)
+            rows, k = np.nonzero(np.arange(self.Q) < np.reshape(nz_count, (-1, 1)))
+            cols = np.reshape(nz_col, (-1, self.Q))[rows, k]
+            order = np.argsort(cols, kind="stable")
+            self.nuc_start = np.searchsorted(cols[order], np.arange(self.Q + 1)).astype(np.int32)
+            self.nuc_row = rows[order].astype(np.int32)
+            self.nuc_val = np.reshape(nz_val, (-1, self.Q))[rows, k][order]
         self.gamma = gamma
         self.active = active
         self.slack = slack
@@ -1223,24 +1231,27 @@ cdef class S2DOState:
             self.sMrow = &self.mrow[0]
 
     cdef void _fill_mrow(self, Py_ssize_t y, Py_ssize_t p) noexcept nogil:
-        """mrow = the row (y, p) of M, from ν's non-zeros (no table, see __init__),
-        unless it holds that row already."""
-        cdef Py_ssize_t z, q, Q = self.Q, P = self.P
-        cdef int k
-        cdef double d, mu = self.Q * self.nu_mean[y, p]
+        """mrow = the row (y, p) of M (no table, see __init__), unless it holds that row
+        already: Σ_c ν_ypc ν_·c, scattered from ν's column c for each non-zero ν_ypc,
+        minus Q μ_yp μ."""
+        cdef Py_ssize_t j, P = self.P
+        cdef int k, t, c
+        cdef double v, mu = self.Q * self.nu_mean[y, p]
+        cdef double* row = &self.mrow[0]
+        cdef const double* mean = &self.nu_mean[0, 0]
         if self.mrow_of == y * P + p:
             return
         self.mrow_of = y * P + p
+        for j in range(self.Q * P):
+            row[j] = 0.0
         for k in range(self.nz_count[y, p]):
-            self.nu_row[self.nz_col[y, p, k]] = self.nz_val[y, p, k]
-        for z in range(Q):
-            for q in range(P):
-                d = 0.0
-                for k in range(self.nz_count[z, q]):
-                    d += self.nz_val[z, q, k] * self.nu_row[self.nz_col[z, q, k]]
-                self.mrow[z * P + q] = d - mu * self.nu_mean[z, q]
-        for k in range(self.nz_count[y, p]):
-            self.nu_row[self.nz_col[y, p, k]] = 0.0
+            c = self.nz_col[y, p, k]
+            v = self.nz_val[y, p, k]
+            for t in range(self.nuc_start[c], self.nuc_start[c + 1]):
+                row[self.nuc_row[t]] += v * self.nuc_val[t]
+        if mu != 0:
+            for j in range(self.Q * P):
+                row[j] -= mu * mean[j]
 
     cdef double _m_entry(self, Py_ssize_t y, Py_ssize_t p, Py_ssize_t z,
                          Py_ssize_t q) noexcept nogil:
