@@ -118,8 +118,26 @@ def test_coupling_rows_equal_the_table(model):
             np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
 
 
-def test_more_classes_than_the_fast_path():
-    """66 classes (past the fast path's 64 slots and the table's rows): certified."""
+@pytest.mark.parametrize("model, C", [("ww", 1.0), ("cs", 1.0), ("llw", 0.3)])
+def test_fast_path_past_one_mask_word(model, C):
+    """70 classes: the fast path's slot masks take two words per example.  Its solution is
+    certified and its dual objective within the two certified gaps of the generic loop's,
+    with variables of slots past the first word in the support."""
+    X, y = blobs(0, 70, 140, spread=1.0)
+    problem = make_problem(model, X, y, C=C)
+    s2do = _s2do()
+    solution = s2do.solve(problem, tol=1e-4)
+    fast = diagnose(problem, solution)
+    generic = diagnose(problem, s2do.solve(problem, tol=1e-4, fast=False))
+    for d in (fast, generic):
+        assert d.kkt_violation <= 1e-4 and d.duality_gap >= 0
+    assert abs(fast.dual_objective - generic.dual_objective) <= \
+        fast.duality_gap + generic.duality_gap
+    assert np.count_nonzero(solution.alpha[:, 64:]) > 0
+
+
+def test_more_classes_than_the_table():
+    """66 classes (past the table's rows, two mask words): certified."""
     X, y = blobs(0, 66, 198)
     problem = make_problem("ww", X, y, C=1.0)
     solution = _s2do().solve(problem, tol=1e-4)

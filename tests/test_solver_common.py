@@ -24,7 +24,6 @@ from msvm.solvers._common import (
     STALLED,
     STATUS,
     TIME_UP,
-    _fast_tables,
     drive,
     machine_tables,
     warn_not_converged,
@@ -76,13 +75,14 @@ def test_sparse_nu_and_fast_tables_reproduce_nu(model):
             np.testing.assert_allclose(nu[c, s], u - np.eye(Q)[s], atol=1e-15)
 
 
-def test_fast_path_needs_at_most_64_slots():
-    """S2DO keeps an example's movable slots as 64-bit masks: one limit for every solver."""
-    for Q, expected in ((MAX_FAST_SLOTS, True), (MAX_FAST_SLOTS + 1, False)):
+def test_fast_path_slot_limit_is_the_online_solvers():
+    """S2DO's slot masks take as many words as the slots need; the online solver keeps one
+    word per example, so it asks for no fast path past MAX_FAST_SLOTS slots."""
+    for Q in (MAX_FAST_SLOTS, MAX_FAST_SLOTS + 1, 130):
         machine = make_machine("ww", Q)
-        nu = machine.nu * machine.active[:, :, None]
-        sizes = np.ones((Q, machine.n_slacks), dtype=np.int32)
-        assert (_fast_tables(machine, nu, sizes) is not None) == expected, Q
+        assert machine_tables(machine, full_M=False).fast is not None, Q
+        limited = machine_tables(machine, full_M=False, max_fast_slots=MAX_FAST_SLOTS)
+        assert (limited.fast is not None) == (machine.n_slots <= MAX_FAST_SLOTS), Q
 
 
 def test_shared_group_guard():

@@ -947,9 +947,12 @@ cdef class OnlineState:
                 up |= bit
             if Ae[s] > 0:
                 pos |= bit
-        _extremes(Fe, gm, P, act, up, pos, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall, &x.aall)
-        _extremes(Fe, gm, P, act & pos, up & pos, pos, &x.hupsv, &x.aupsv, &hdn, &adn,
-                  &x.hallsv, &x.aallsv)
+        _extremes(Fe, gm, P, &act, &up, &pos, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall,
+                  &x.aall)
+        act &= pos
+        up &= pos
+        _extremes(Fe, gm, P, &act, &up, &pos, &x.hupsv, &x.aupsv, &hdn, &adn, &x.hallsv,
+                  &x.aallsv)
         x.stale = 0
         x.cold = 0
         self._fviol(e)

@@ -94,8 +94,9 @@ search; the steps within a block are common):
   iterations measured against the exhaustive search.  The offer (its slot,
   gradient and H diagonal) is written by ``_fast_violation`` while the
   example is in cache, so the search reads three numbers per example; which
-  slots may move up or down is kept as two 64-bit masks per example (fast
-  path: Q ≤ 64), updated only when the example's α changes.
+  slots may move up or down is kept as two bitmasks per example (one 64-bit
+  word each in the example's record up to 64 slots, ⌈P/64⌉ words in a side
+  array past that), updated only when the example's α changes.
 
 One pass per iteration (fast path).  After the block's steps the fused pass
 of ``_fast_update`` visits every example once: it adds the summed β deltas
@@ -339,8 +340,8 @@ cdef struct Example:
     double cand_g
     double cand_h
     double pad0              # (pad0, pad1: 128 bytes in all, see _allocate_examples)
-    # Slot bitmasks (bit s = slot s; the fast path needs P <= 64): the slots that
-    # may increase and those with α > 0.  They change only with α, so the hot
+    # Slot bitmasks (bit s = slot s; P <= 64, else see S2DOState.xmask): the slots
+    # that may increase and those with α > 0.  They change only with α, so the hot
     # loops read 16 bytes instead of α and the group sums.
     mask_t upmask
     mask_t posmask
@@ -517,8 +518,12 @@ cdef class S2DOState:
     cdef readonly long long n_cold, n_rescan
     cdef long long* ccold
     cdef long long* crescan
-    # Per class, the active slots as a bitmask (see Example.upmask).
-    cdef const mask_t[::1] actmask
+    # Slot bitmasks of mask_words = ⌈P/64⌉ words: per class its active slots, and
+    # with P > 64 per example the masks of Example.upmask / posmask (up words, then
+    # pos words; _up_words / _pos_words).
+    cdef Py_ssize_t mask_words
+    cdef const mask_t[:, ::1] actmask
+    cdef mask_t[:, ::1] xmask
     # Per example, everything a pass reads (see Example).
     cdef Example* ex
     cdef void* ex_block     # the allocation ex lies in (aligned on a cache line)
@@ -716,8 +721,13 @@ cdef class S2DOState:
         self.cold_below = -1.0
         _lazy_enable(&self.lazy, True, LAZY_WINDOW_S2DO)
         if self.fast:
-            self.actmask = (np.asarray(active, dtype=np.uint64)
-                            << np.arange(self.P, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+            self.mask_words = (self.P + 63) // 64
+            bits = np.zeros((self.Q, self.mask_words * 64), dtype=np.uint64)
+            bits[:, :self.P] = active
+            self.actmask = (bits.reshape(self.Q, self.mask_words, 64)
+                            << np.arange(64, dtype=np.uint64)).sum(axis=2, dtype=np.uint64)
+            self.xmask = np.zeros((self.m, 2 * self.mask_words if self.mask_words > 1 else 0),
+                                  dtype=np.uint64)
         self.n_work = self.m
         n_chunks = (self.m + CHUNK - 1) // CHUNK
         self.cbest = <double*>malloc(n_chunks * sizeof(double))
@@ -809,21 +819,38 @@ cdef class S2DOState:
             self._masks(e)
 
     cdef void _masks(self, Py_ssize_t e) noexcept nogil:
-        cdef Py_ssize_t y = self.y[e], s
+        cdef Py_ssize_t y = self.y[e], s, w
         cdef int r
-        cdef mask_t up = 0, pos = 0, bit
+        cdef mask_t* up = self._up_words(e)
+        cdef mask_t* pos = self._pos_words(e)
+        cdef mask_t bit
         cdef double lim = self.lim[e]
+        for w in range(self.mask_words):
+            up[w] = 0
+            pos[w] = 0
         for s in range(self.P):
             if not self.active[y, s]:
                 continue
-            bit = (<mask_t>1) << s
+            bit = (<mask_t>1) << (s & 63)
             r = self.slack[y, s]
             if r < 0 or self.gsum[e, r] < lim:
-                up |= bit
+                up[s >> 6] |= bit
             if self.alpha[e, s] > 0:
-                pos |= bit
-        self.ex[e].upmask = up
-        self.ex[e].posmask = pos
+                pos[s >> 6] |= bit
+
+    cdef inline mask_t* _up_words(self, Py_ssize_t e) noexcept nogil:
+        """The mask of e's slots that may increase (mask_words words)."""
+        return &self.ex[e].upmask if self.mask_words == 1 else &self.xmask[e, 0]
+
+    cdef inline mask_t* _pos_words(self, Py_ssize_t e) noexcept nogil:
+        """The mask of e's slots with α > 0 (mask_words words)."""
+        return &self.ex[e].posmask if self.mask_words == 1 \
+            else &self.xmask[e, self.mask_words]
+
+    cdef inline bint _may_move(self, Py_ssize_t e, Py_ssize_t s, double g) noexcept nogil:
+        """Whether e's variable of slot s may move against its gradient g."""
+        return (g < 0 and _member(self._up_words(e)[s >> 6], s & 63)) or \
+            (g > 0 and _member(self._pos_words(e)[s >> 6], s & 63))
 
     cdef void _gradient(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.y[e], q
@@ -911,8 +938,9 @@ cdef class S2DOState:
         """Extremes of h_e· over the slots that may increase / decrease / all."""
         cdef Py_ssize_t y = self.y[e]
         cdef Example* x = &self.ex[e]
-        _extremes(&self.F[e, 0], &self.gamma[y, 0], self.P, self.actmask[y], x.upmask,
-                  x.posmask, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall, &x.aall)
+        _extremes(&self.F[e, 0], &self.gamma[y, 0], self.P, &self.actmask[y, 0],
+                  self._up_words(e), self._pos_words(e), &x.hup, &x.aup, &x.hdn, &x.adn,
+                  &x.hall, &x.aall)
         x.stale = 0
 
     cdef inline double _fast_best(self, Py_ssize_t e, double margin, Py_ssize_t* bp,
@@ -955,7 +983,6 @@ cdef class S2DOState:
         cdef Py_ssize_t bp, bq, s = -1, ye = self.y[e]
         cdef bint stale = self.ex[e].stale
         cdef double vu, vd
-        cdef mask_t bit
         self.ex[e].viol = self._fast_best(e, 0.0, &bp, &bq)
         self.ex[e].wp = bp
         self.ex[e].wq = bq
@@ -966,10 +993,8 @@ cdef class S2DOState:
         s = self.ex[e].aup if (vu > 0) & (vu >= vd) else s
         if s >= 0:
             g2 = sg - self.F[e, s] - self.gamma[ye, s]
-            bit = (<mask_t>1) << s
             # Stale extremes: check that the slot really can move.
-            if not stale or (g2 < 0 and (self.ex[e].upmask & bit)) or \
-                    (g2 > 0 and (self.ex[e].posmask & bit)):
+            if not stale or self._may_move(e, s, g2):
                 self.ex[e].cand_g = g2
                 self.ex[e].cand_h = self.Mdiag[ye, s] * (self.kdiag[e] + self.shift[e])
                 self.ex[e].cand_idx = <int>(ye * self.P + s)
@@ -1564,7 +1589,6 @@ cdef class S2DOState:
         cdef const Example* ex = self.ex
         cdef int c
         cdef bint slot_partner = self.slot_partner and self.centred
-        cdef mask_t bit = (<mask_t>1) << sp
         if t1 > self.n_work:
             t1 = self.n_work
         for t in range(b * CHUNK, t1):
@@ -1582,10 +1606,9 @@ cdef class S2DOState:
                         bq = c % P
                 if slot_partner:
                     ye = ex[e].y
-                    if c != ye * P + sp and (self.actmask[ye] & bit):
+                    if c != ye * P + sp and _member(self.actmask[ye, sp >> 6], sp & 63):
                         g2 = ex[e].sigma - self.F[e, sp] - self.gamma[ye, sp]
-                        if (g2 < 0 and (ex[e].upmask & bit)) or \
-                                (g2 > 0 and (ex[e].posmask & bit)):
+                        if self._may_move(e, sp, g2):
                             gn = _gain(g1, g2, h11, Mrow[ye * P + sp] * Ki[e],
                                        self.Mdiag[ye, sp] * (self.kdiag[e] + self.shift[e]))
                             if gn > best:
@@ -1707,6 +1730,10 @@ cdef class S2DOState:
         cdef double cold_below = self.cold_below
         cdef long long n_cold = 0, n_rescan = 0
         cdef mask_t up, pos, act
+        cdef const mask_t* upw
+        cdef const mask_t* posw
+        cdef Py_ssize_t n_words = self.mask_words
+        cdef bint one_word = n_words == 1
         cdef bint dirty, max_loss = self.max_loss, centred = self.centred
         cdef bint rescan_all = self.prescan_all, by_work = self.pass_work
         cdef const Py_ssize_t* work = &self.work_idx[0]
@@ -1718,7 +1745,7 @@ cdef class S2DOState:
         cdef double* Fe
         cdef Example* ex = self.ex
         cdef double* S = &self.S[0]
-        cdef const mask_t* actmask = &self.actmask[0]
+        cdef const mask_t* actmask = &self.actmask[0, 0]
         cdef const double* gam = &self.gamma[0, 0]
         cdef const int* ucnt = &self.u_cnt[0]
         cdef const int* ucol = &self.u_col[0, 0]
@@ -1776,16 +1803,30 @@ cdef class S2DOState:
                 au = ex[e].aup
                 ad = ex[e].adn
                 aa = ex[e].aall
-                act = actmask[y]
-                up = ex[e].upmask & act
-                pos = ex[e].posmask & act
-                for j in range(nc):
-                    s = cc[j]
-                    h = -Fe[s] - gam[y * P + s]
-                    dirty |= _track_min(h, _member(up, s), <int> s, &hu, &au)
-                    dirty |= _track_max(h, _member(pos, s), <int> s, &hd, &ad)
-                    if max_loss:
-                        dirty |= _track_min(h, _member(act, s), <int> s, &ha, &aa)
+                if one_word:
+                    act = actmask[y]
+                    up = ex[e].upmask & act
+                    pos = ex[e].posmask & act
+                    for j in range(nc):
+                        s = cc[j]
+                        h = -Fe[s] - gam[y * P + s]
+                        dirty |= _track_min(h, _member(up, s), <int> s, &hu, &au)
+                        dirty |= _track_max(h, _member(pos, s), <int> s, &hd, &ad)
+                        if max_loss:
+                            dirty |= _track_min(h, _member(act, s), <int> s, &ha, &aa)
+                else:   # the same, each slot's bits from its own words
+                    upw = self._up_words(e)
+                    posw = self._pos_words(e)
+                    for j in range(nc):
+                        s = cc[j]
+                        h = -Fe[s] - gam[y * P + s]
+                        act = actmask[y * n_words + (s >> 6)]
+                        up = upw[s >> 6] & act
+                        pos = posw[s >> 6] & act
+                        dirty |= _track_min(h, _member(up, s & 63), <int> s, &hu, &au)
+                        dirty |= _track_max(h, _member(pos, s & 63), <int> s, &hd, &ad)
+                        if max_loss:
+                            dirty |= _track_min(h, _member(act, s & 63), <int> s, &ha, &aa)
                 # An extreme whose slot moved away is kept at its old value: a
                 # bound, so ex[e].viol is an upper bound while the example is stale.
                 ex[e].hup = hu

@@ -292,12 +292,12 @@ cdef inline bint _track_max(double h, int member, int s, double* x, int* a) noex
 # h_es = −F_es − γ_ys, so its violations follow from σ_e and the extremes of
 # h_e· over the slots that may increase, those with α > 0, and all.
 
-ctypedef unsigned long long mask_t   # slot bitmask, bit s = slot s (fast path: P <= 64)
+ctypedef unsigned long long mask_t   # a word of a slot bitmask: bit s & 63 of word s >> 6
 
 
-cdef inline int _member(mask_t m, Py_ssize_t s) noexcept nogil:
-    """Bit s of the slot mask m (1: slot s is in the set)."""
-    return <int>((m >> s) & 1)
+cdef inline int _member(mask_t m, Py_ssize_t b) noexcept nogil:
+    """Bit b (0 ≤ b < 64) of the mask word m (1: the slot is in the set)."""
+    return <int>((m >> b) & 1)
 
 
 cdef inline double _sigma_of(const double* Fe, int n, const int* col, const double* val,
@@ -310,21 +310,30 @@ cdef inline double _sigma_of(const double* Fe, int n, const int* col, const doub
     return v - kappa_S
 
 
-cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P, mask_t act,
-                           mask_t up, mask_t pos, double* h_up, int* a_up, double* h_dn,
-                           int* a_dn, double* h_all, int* a_all) noexcept nogil:
+cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P,
+                           const mask_t* act, const mask_t* up, const mask_t* pos,
+                           double* h_up, int* a_up, double* h_dn, int* a_dn, double* h_all,
+                           int* a_all) noexcept nogil:
     """Exact extremes of h_s = −F_es − γ_s over the active slots ``act``: the minimum over
     ``up`` (may increase), the maximum over ``pos`` (α > 0), the minimum over all; each with
-    its slot (the first one on ties), −1 and ±inf when the set is empty."""
-    cdef Py_ssize_t s
+    its slot (the first one on ties), −1 and ±inf when the set is empty.  The sets are
+    masks of ⌈P/64⌉ words."""
+    cdef Py_ssize_t w, b, n
     cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
     cdef int au = -1, ad = -1, aa = -1
-    cdef mask_t ua = up & act, pa = pos & act
-    for s in range(P):
-        h = -Fe[s] - gam[s]
-        _track_min(h, _member(ua, s), <int> s, &hu, &au)
-        _track_max(h, _member(pa, s), <int> s, &hd, &ad)
-        _track_min(h, _member(act, s), <int> s, &ha, &aa)
+    cdef mask_t ua, pa, aw
+    for w in range((P + 63) >> 6):
+        aw = act[w]
+        ua = up[w] & aw
+        pa = pos[w] & aw
+        n = P - (w << 6) if P - (w << 6) < 64 else 64
+        for b in range(n):
+            h = -Fe[b] - gam[b]
+            _track_min(h, _member(ua, b), <int> ((w << 6) + b), &hu, &au)
+            _track_max(h, _member(pa, b), <int> ((w << 6) + b), &hd, &ad)
+            _track_min(h, _member(aw, b), <int> ((w << 6) + b), &ha, &aa)
+        Fe += 64
+        gam += 64
     h_up[0] = hu
     a_up[0] = au
     h_dn[0] = hd

@@ -47,7 +47,8 @@ STALLED = -1
 #: Status of a :class:`~msvm.problem.DualSolution` for each final code.
 STATUS = {DONE: "optimal", BUDGET: "max_iter", STALLED: "stalled"}
 
-#: The fast path's slot masks are 64-bit words (one bit per slot).
+#: The online solver's fast path keeps an example's slot sets as one 64-bit word each
+#: (S2DO's take as many words as the slots need).
 MAX_FAST_SLOTS = 64
 
 #: S2DO reads the (QP × QP) coupling table M whole up to this many rows (8 MB) and
@@ -119,7 +120,7 @@ class MachineTables:
         return np.ascontiguousarray(np.einsum("ypc,yqc->ypq", self.nubar, self.nubar))
 
 
-def machine_tables(machine: Machine, *, fast: bool = True,
+def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int | None = None,
                    max_shared_groups: int | None = None, full_M: bool = True) -> MachineTables:
     """The machine's arrays for the compiled solvers, built once for all of them.
 
@@ -133,6 +134,9 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     fast : bool
         Build the fast path's tables when the machine has its structure;
         False gives ``fast=None`` (the generic bookkeeping).
+    max_fast_slots : int, optional
+        No fast path for a machine with more slots than this (the online
+        solver's masks: :data:`MAX_FAST_SLOTS`).
     max_shared_groups : int, optional
         Raise ``ValueError`` when a class has more slack groups shared by
         several slots than this (the online solver keeps one shared-group
@@ -155,10 +159,8 @@ def machine_tables(machine: Machine, *, fast: bool = True,
       solver) needs every active slot s of class y to read ν_{y,s,·} =
       u_y − e_s (slot s compares class s with a per-class combination u_y:
       WW, CS, LLW, M-SVM²), the slack groups to be all singletons
-      (sum-loss) or one group of every active slot (max-loss), and
-      P ≤ :data:`MAX_FAST_SLOTS`: S2DO keeps the slots an example may move
-      as 64-bit masks.  The limit holds for every solver, so that the same
-      machine takes the same path whichever solver runs it;
+      (sum-loss) or one group of every active slot (max-loss), and at most
+      ``max_fast_slots`` slots;
     * ``max_shared_groups`` (above).
     """
     Q, P = machine.n_classes, machine.n_slots
@@ -189,7 +191,8 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         nu_mean=np.ascontiguousarray(nu_mean),
         nubar=nubar,
         centred=bool(machine.sum_to_zero),
-        fast=_fast_tables(machine, nu, group_size) if fast else None,
+        fast=_fast_tables(machine, nu, group_size)
+        if fast and P <= (max_fast_slots or P) else None,
     )
 
 
@@ -207,7 +210,7 @@ def _nonzeros(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> dict | None:
     """(u_y, κ_y) of the fast path, or None when the machine lacks its structure."""
     Q, P = machine.n_classes, machine.n_slots
-    if P != Q or P > MAX_FAST_SLOTS:
+    if P != Q:
         return None
     eye = np.eye(Q)
     u = np.zeros((Q, Q))
