@@ -279,9 +279,9 @@ def primal_objective(problem: DualProblem, alpha, b, F=None):
 def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     """b from the KKT conditions; returns (b, method) with method 'kkt' or 'primal'."""
     Q = problem.n_classes
-    U = problem.equality_basis
-    if not problem.fit_intercept or U.shape[1] == 0:
+    if not problem.fit_intercept or problem.equality_basis.shape[1] == 0:
         return np.zeros(Q), "none"
+    U = problem.equality_basis
     tol = _zero_tol(problem)
     directions = problem.equality_directions     # (Q, P, r): the coefficient of λ
     positive = (alpha > tol[:, None]) & problem.active

@@ -137,7 +137,6 @@ class DualProblem:
         else:
             self.capacity = np.full(m, np.inf)
             self.kernel_shift = 1.0 / (2.0 * self.C * weight)
-        self._basis = self._equality_basis()
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -212,13 +211,15 @@ class DualProblem:
         return 0.5 * float(np.sum(beta * F)) - float(np.sum(self.targets * alpha))
 
     # ------------------------------------------------------ the constraints
-    def _equality_basis(self) -> np.ndarray:
+    @cached_property
+    def equality_basis(self) -> np.ndarray:
         """Orthonormal basis U (Q, r) of the span of the ν̄ vectors in use.
 
         With a bias the constraints Σ_{i,p} ν̄_{y_i,p,·} α_ip = 0 ∈ R^Q have
         rank r ≤ Q − 1 (for WW and CS the ν sum to zero over classes; for
         sum-to-zero machines ν̄ is centred).  The solvers get the r independent
         constraints Uᵀ A α = 0, and the bias lives in span(U): b = U λ.
+        Computed on first use (a machine without a bias never needs it).
         """
         classes = np.unique(self.y)  # the vectors depend on the label only
         vecs = self.nu[classes][self.machine.active[classes]]
@@ -229,21 +230,17 @@ class DualProblem:
         rank = int(np.sum(s > 1e-10 * s[0]))
         return u[:, :rank]
 
-    @property
-    def equality_basis(self) -> np.ndarray:
-        return self._basis
-
     @cached_property
     def equality_directions(self) -> np.ndarray:
         """Uᵀν̄_{y,p} for every class y and slot p, shape (Q, P, r): the direction in which
         α_ip moves the equality rows Uᵀ Aα (and the coefficient of λ, b = Uλ, in the
         gradient of α_ip)."""
-        return self.nu @ self._basis
+        return self.nu @ self.equality_basis
 
     def equality_matrix(self) -> np.ndarray:
         """Independent equality constraints of the bias, shape (r, m·P): rows of Uᵀ A."""
         A = self.equality_directions[self.y] * self.active[:, :, None]
-        return np.moveaxis(A, 2, 0).reshape(self._basis.shape[1], -1)
+        return np.moveaxis(A, 2, 0).reshape(self.equality_basis.shape[1], -1)
 
     def equality_residual(self, alpha: np.ndarray) -> np.ndarray:
         """Σ_{i,p} ν̄_{y_i,p,c} α_ip for every class c (zero when feasible)."""

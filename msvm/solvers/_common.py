@@ -198,13 +198,10 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
 
 def _nonzeros(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row, its non-zero columns and values, left-aligned and zero-padded."""
-    cols = np.zeros(rows.shape, dtype=np.int32)
-    vals = np.zeros(rows.shape)
-    for r, row in enumerate(rows):
-        nz = np.flatnonzero(row)
-        cols[r, : len(nz)] = nz
-        vals[r, : len(nz)] = row[nz]
-    return cols, vals
+    nonzero = rows != 0
+    order = np.argsort(~nonzero, axis=1, kind="stable")   # non-zeros first, in order
+    cols = np.where(np.take_along_axis(nonzero, order, axis=1), order, 0)
+    return cols.astype(np.int32), np.take_along_axis(rows, order, axis=1)
 
 
 def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> dict | None:
