@@ -1259,24 +1259,36 @@ cdef class S2DOState:
         """mrow = the row (y, p) of M (no table, see __init__), unless it holds that row
         already: Σ_c ν_ypc ν_·c, scattered from ν's column c for each non-zero ν_ypc,
         minus Q μ_yp μ."""
-        cdef Py_ssize_t j, P = self.P
-        cdef int k, t, c
-        cdef double v, mu = self.Q * self.nu_mean[y, p]
+        cdef Py_ssize_t j, P = self.P, last = self.mrow_of
+        cdef double mu = self.Q * self.nu_mean[y, p]
         cdef double* row = &self.mrow[0]
         cdef const double* mean = &self.nu_mean[0, 0]
-        if self.mrow_of == y * P + p:
+        if last == y * P + p:
             return
+        if last >= 0 and self.nu_mean[last // P, last % P] == 0:
+            self._scatter_nu(last // P, last % P, 0)   # only the scattered entries to clear
+        else:
+            for j in range(self.Q * P):
+                row[j] = 0.0
         self.mrow_of = y * P + p
-        for j in range(self.Q * P):
-            row[j] = 0.0
+        self._scatter_nu(y, p, 1)
+        if mu != 0:
+            for j in range(self.Q * P):
+                row[j] -= mu * mean[j]
+
+    cdef void _scatter_nu(self, Py_ssize_t y, Py_ssize_t p, bint add) noexcept nogil:
+        """mrow += Σ_c ν_ypc ν_·c (add), or those entries set to zero."""
+        cdef int k, t, c
+        cdef double v
+        cdef double* row = &self.mrow[0]
         for k in range(self.nz_count[y, p]):
             c = self.nz_col[y, p, k]
             v = self.nz_val[y, p, k]
             for t in range(self.nuc_start[c], self.nuc_start[c + 1]):
-                row[self.nuc_row[t]] += v * self.nuc_val[t]
-        if mu != 0:
-            for j in range(self.Q * P):
-                row[j] -= mu * mean[j]
+                if add:
+                    row[self.nuc_row[t]] += v * self.nuc_val[t]
+                else:
+                    row[self.nuc_row[t]] = 0.0
 
     cdef double _m_entry(self, Py_ssize_t y, Py_ssize_t p, Py_ssize_t z,
                          Py_ssize_t q) noexcept nogil:
