@@ -75,10 +75,11 @@ BIAS = {f"{name}-bias": PROTOCOL[name]._replace(bias=True)
         for name in ("pendigits-ww", "satimage-cs", "letter-ww")}
 
 #: Many classes, run by name only (no target): generated Gaussian classes
-#: (:data:`benchmarks.data.BLOBS`) on either side of the 64 slots that S2DO's fast path
-#: holds per example (:data:`msvm.solvers._common.MAX_FAST_SLOTS`).
+#: (:data:`benchmarks.data.BLOBS`), on either side of S2DO's full coupling table (32
+#: classes, :data:`msvm.solvers._common.FULL_M_MAX_ROWS`) and of one 64-bit word of slot
+#: masks per example (64 classes).
 MANY_CLASSES = {f"blobs{q}-{model}": Config(f"blobs{q}", None, model, 5.0, "scale", 1e-3, 500)
-                for q in (32, 64, 65, 100) for model in ("ww", "cs")}
+                for q in (32, 64, 65, 100, 200) for model in ("ww", "cs")}
 
 #: Every configuration, by id: the one table the benchmarks read.
 CONFIGS = {**PROTOCOL, **BIAS, **MANY_CLASSES}
