@@ -118,17 +118,19 @@ def test_coupling_rows_equal_the_table(model):
             np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("model, C", [("ww", 1.0), ("cs", 1.0), ("llw", 0.3)])
-def test_fast_path_past_one_mask_word(model, C):
-    """70 classes: the fast path's slot masks take two words per example.  Its solution is
-    certified and its dual objective within the two certified gaps of the generic loop's,
-    with variables of slots past the first word in the support."""
+@pytest.mark.parametrize("model, C, bias", [("ww", 1.0, False), ("cs", 1.0, False),
+                                            ("llw", 0.3, False), ("ww", 1.0, True)])
+def test_fast_path_past_one_mask_word(model, C, bias):
+    """70 classes: the fast path's slot masks take two words per example.  Its solution
+    (S2DO, or S2DO with a bias) is certified and its dual objective within the two
+    certified gaps of the generic loop's, with variables of slots past the first word in
+    the support."""
     X, y = blobs(0, 70, 140, spread=1.0)
-    problem = make_problem(model, X, y, C=C)
-    s2do = _s2do()
-    solution = s2do.solve(problem, tol=1e-4)
+    problem = make_problem(model, X, y, C=C, bias=bias)
+    solver = get_solver(resolve_solver("auto", problem))
+    solution = solver.solve(problem, tol=1e-4)
     fast = diagnose(problem, solution)
-    generic = diagnose(problem, s2do.solve(problem, tol=1e-4, fast=False))
+    generic = diagnose(problem, solver.solve(problem, tol=1e-4, fast=False))
     for d in (fast, generic):
         assert d.kkt_violation <= 1e-4 and d.duality_gap >= 0
     assert abs(fast.dual_objective - generic.dual_objective) <= \
