@@ -75,19 +75,22 @@ def test_variants_same_optimum(model, options):
         assert b.kkt_violation <= TOL, name
 
 
-@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("solver_name, bias, options", [
+    ("auto", False, {}), ("auto", True, {}),
+    ("online", False, {"epochs": None, "finish": False})])   # to tol, without a QP finish
 @pytest.mark.parametrize("model", MODELS + FAMILY)
-def test_coupling_rows_without_the_table(model, bias, monkeypatch):
-    """Past ``FULL_M_MAX_ROWS`` S2DO (and S2DO with a bias) computes each row of M from
-    ν's non-zeros instead of reading the (QP)² table: the reference's optimum."""
+def test_coupling_rows_without_the_table(model, solver_name, bias, options, monkeypatch):
+    """Past ``FULL_M_MAX_ROWS`` S2DO (and S2DO with a bias, and the online solver)
+    computes each row of M from ν's non-zeros instead of reading the (QP)² table: the
+    reference's optimum."""
     from msvm.solvers import _common
 
     name, X, y, C = CASES[4]
     problem = make_problem(model, X, y, C=C, bias=bias)
     reference = diagnose(problem, get_solver("osqp").solve(problem))
     monkeypatch.setattr(_common, "FULL_M_MAX_ROWS", 0)
-    solver = get_solver(resolve_solver("auto", problem))
-    d = diagnose(problem, solver.solve(problem, tol=TOL))
+    solver = get_solver(resolve_solver(solver_name, problem))
+    d = diagnose(problem, solver.solve(problem, tol=TOL, **options))
     assert d.kkt_violation <= TOL, name
     rel = abs(d.dual_objective - reference.dual_objective) / abs(reference.dual_objective)
     assert rel <= 1e-6, (name, rel)

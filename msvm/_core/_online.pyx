@@ -140,13 +140,16 @@ from msvm._core._steps cimport (
     LazyControl,
     BLOCK_STEPS,
     LAZY_WINDOW_ONLINE,
+    NuTables,
     _block_fraction,
     _cold_below,
+    _coupling_row,
     _extremes,
     _gain,
     _lazy_enable,
     _lazy_tick,
     _now,
+    _nu_tables,
     _sigma_of,
     _solve_2d,
     _track_max,
@@ -246,8 +249,12 @@ cdef class OnlineState:
         slot map and the caching of rows of non-support patterns), 0 for a
         stream.
     M, Mdiag, gamma_t, active, slack, group_size, nubar : the machine tables
-        (M (QP, QP), Mdiag (Q, P), γ (Q, P), active (Q, P) uint8, slack
-        (Q, P) int32, group sizes (Q, R) int32, ν̄ (Q, P, Q)).
+        (M (QP, QP) or None: its rows computed from ν's non-zeros, Mdiag (Q, P),
+        γ (Q, P), active (Q, P) uint8, slack (Q, P) int32, group sizes (Q, R)
+        int32, ν̄ (Q, P, Q)).
+    nz_count, nz_col, nz_val, nu_mean, nu_col_start, nu_col_row, nu_col_val : ν's
+        non-zeros by row and by column
+        (:class:`msvm.solvers._common.MachineTables`).
     C, shift, tol : float
         Capacity (inf for the M-SVM²), diagonal shift of k', KKT tolerance, for
         an example of weight 1; a pattern of weight w (``set_batch``) has the
@@ -272,8 +279,15 @@ cdef class OnlineState:
     cdef public double tol
     cdef public int strategy
     cdef bint max_loss
-    cdef const double[:, ::1] M
+    cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef const double[:, ::1] Mdiag
+    # Without the table, two computed rows of M (_mrow) and the row each holds (−1:
+    # none), from ν's non-zeros (nu_tables, pointing into nu_keep).
+    cdef bint has_M
+    cdef double[:, ::1] mrows
+    cdef Py_ssize_t mrow_of[2]
+    cdef NuTables nu_tables
+    cdef tuple nu_keep
     cdef const double[:, ::1] gam
     cdef const unsigned char[:, ::1] act
     cdef const int[:, ::1] slk
@@ -449,7 +463,8 @@ cdef class OnlineState:
 
     def __init__(self, int layout, Py_ssize_t n_features, int kernel_code, double gamma,
                  double degree, double coef0, gram, Py_ssize_t n_gid, M, Mdiag, gamma_t, active,
-                 slack, group_size, nubar, nz_count, nz_col, nz_val, nu_mean, double C,
+                 slack, group_size, nubar, nz_count, nz_col, nz_val, nu_mean, nu_col_start,
+                 nu_col_row, nu_col_val, double C,
                  double shift, double tol, int strategy, double budget_mb,
                  unsigned long long seed, double kcost=1.0, double beta=0.05, double eta=0.05,
                  fast=None, bint centred=False):
@@ -468,7 +483,15 @@ cdef class OnlineState:
         self.kcoef0 = coef0
         if layout == GRAM:
             self.gram = gram
-        self.M = M
+        self.has_M = M is not None
+        if self.has_M:
+            self.M = M
+        else:
+            self.mrows = np.zeros((2, gamma_t.shape[0] * gamma_t.shape[1]))
+            self.mrow_of[0] = self.mrow_of[1] = -1
+            self.nu_keep = _nu_tables(&self.nu_tables, gamma_t.shape[0], gamma_t.shape[1],
+                                      nz_count, nz_col, nz_val, nu_mean, nu_col_start,
+                                      nu_col_row, nu_col_val)
         self.Mdiag = Mdiag
         self.gam = gamma_t
         self.act = active
@@ -1253,6 +1276,14 @@ cdef class OnlineState:
         return True
 
     # ================================================================ steps
+    cdef inline const double* _mrow(self, int slot, Py_ssize_t yp) noexcept nogil:
+        """The row yp = y·P + p of M: the table's, or computed into buffer slot (0, 1)."""
+        if self.has_M:
+            return &self.M[yp, 0]
+        _coupling_row(&self.nu_tables, &self.mrows[slot, 0], self.mrow_of[slot], yp)
+        self.mrow_of[slot] = yp
+        return &self.mrows[slot, 0]
+
     cdef void _second_in_pattern(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
                                  Py_ssize_t e, double kie, bint sv_only, double* best,
                                  Py_ssize_t* k, Py_ssize_t* q) noexcept nogil:
@@ -1261,7 +1292,7 @@ cdef class OnlineState:
         cdef int r1 = self.slk[yi, p], r2
         cdef double g2, kee = self._kblock(e, e)
         cdef double lim = (self.C - self.eps_cap) * self.wt[e]
-        cdef const double* Mrow = &self.M[yi * P + p, 0]
+        cdef const double* Mrow = self._mrow(0, yi * P + p)
         cdef bint movable
         for s in range(P):
             if (e == i and s == p) or not self.act[ye, s]:
@@ -1294,7 +1325,7 @@ cdef class OnlineState:
         cdef Py_ssize_t e, ye, s, P = self.P, n = self.n_sp, yi = self.lab[i]
         cdef int r2
         cdef double g2, shift = self.shift, lim = self.C - self.eps_cap
-        cdef const double* Mrow = &self.M[yi * P + p, 0]   # shift, lim: × or ÷ wt[e]
+        cdef const double* Mrow = self._mrow(0, yi * P + p)   # shift, lim: × or ÷ wt[e]
         cdef const int* cand = self.bssv if sv_only else self.bs
         cdef bint check = self.fast
         for e in range(n):
@@ -1434,7 +1465,7 @@ cdef class OnlineState:
             a2 = self.A[k * P + q]
             g2 = self._g(k, q)
             h22 = self.Mdiag[yk, q] * (self.kd[k] + shift / self.wt[k])
-            h12 = self.M[yi * P + p, yk * P + q] * self._kblock(i, k)
+            h12 = self._mrow(0, yi * P + p)[yk * P + q] * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
@@ -1573,8 +1604,8 @@ cdef class OnlineState:
         """
         cdef Py_ssize_t e, s, ye, n = self.n_sp, P = self.P, i = self.mi, k = self.mk
         cdef double kv1, kv2, c1, c2, shift = self.shift, d1 = self.md1, d2 = self.md2
-        cdef const double* M1 = &self.M[self.lab[i] * P + self.mp, 0]
-        cdef const double* M2 = &self.M[self.lab[k] * P + self.mq, 0]
+        cdef const double* M1 = self._mrow(0, self.lab[i] * P + self.mp)
+        cdef const double* M2 = self._mrow(1, self.lab[k] * P + self.mq)
         cdef double* Ge
         for e in range(n):
             kv1 = Ki[e]

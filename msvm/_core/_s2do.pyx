@@ -215,8 +215,10 @@ from msvm._core._steps cimport (
     LazyControl,
     BLOCK_STEPS,
     LAZY_WINDOW_S2DO,
+    NuTables,
     _block_fraction,
     _cold_below,
+    _coupling_row,
     _extremes,
     _gain,
     _keep_max,
@@ -224,6 +226,7 @@ from msvm._core._steps cimport (
     _lazy_tick,
     _member,
     _now,
+    _nu_tables,
     _sigma_of,
     _solve_2d,
     _track_max,
@@ -445,8 +448,11 @@ cdef class S2DOState:
         Labels 0..Q−1.
     alpha : float64 array (m, P)
         Feasible starting point (modified in place: it is the solution).
-    M : float64 array (Q·P, Q·P)
-        M(y,p ; y',q) = Σ_c ν̄_{y,p,c} ν̄_{y',q,c} at [y·P+p, y'·P+q].
+    M : float64 array (Q·P, Q·P) or None
+        M(y,p ; y',q) = Σ_c ν̄_{y,p,c} ν̄_{y',q,c} at [y·P+p, y'·P+q]; None: its rows
+        are computed from ν's non-zeros.
+    Mdiag : float64 (Q, P)
+        M's diagonal.
     gamma : float64 (Q, P)
     active : uint8 (Q, P)
     slack : int32 (Q, P)
@@ -457,6 +463,8 @@ cdef class S2DOState:
         Non-zeros of the uncentred ν_{y,p,·}.
     nu_mean : float64 (Q, P)
         mean_c ν_{y,p,c} for sum-to-zero machines, else zeros.
+    nu_col_start, nu_col_row, nu_col_val : int32, int32, float64
+        The non-zeros of ν by column (:class:`msvm.solvers._common.MachineTables`).
     C : float64 (m,)
         Capacity C_i of every slack group of example i (+inf: no upper bound).
     shift : float64 (m,)
@@ -483,16 +491,15 @@ cdef class S2DOState:
     cdef double[::1] kdiag
     cdef Py_ssize_t[::1] work_idx
     cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
-    cdef double[:, ::1] Mdiag
-    # Without the table, the last row of M computed (_fill_mrow), its row index
-    # y·P + p (−1: none yet), and ν by its last index c: the rows y·P + p with
-    # ν_ypc ≠ 0 and their values, nuc_row/nuc_val[nuc_start[c]:nuc_start[c + 1]].
+    cdef const double[:, ::1] Mdiag
+    # Without the table, the last row of M computed (_fill_mrow) and its row index
+    # y·P + p (−1: none yet), from ν's non-zeros by row and by column (nu_tables,
+    # which points into nz_count, nz_col, nz_val, nu_mean and nu_cols).
     cdef bint has_M
     cdef double[::1] mrow
     cdef Py_ssize_t mrow_of
-    cdef int[::1] nuc_start
-    cdef int[::1] nuc_row
-    cdef double[::1] nuc_val
+    cdef NuTables nu_tables
+    cdef tuple nu_cols
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
     cdef const int[:, ::1] slack
@@ -649,8 +656,9 @@ cdef class S2DOState:
         free(self.fetch_rows)
         free(self.fetch_viol)
 
-    def __init__(self, KernelCache kc, y, alpha, M, gamma, active, slack, group_size,
-                 nz_count, nz_col, nz_val, nu_mean, const double[::1] C,
+    def __init__(self, KernelCache kc, y, alpha, M, Mdiag, gamma, active, slack, group_size,
+                 nz_count, nz_col, nz_val, nu_mean, nu_col_start, nu_col_row, nu_col_val,
+                 const double[::1] C,
                  const double[::1] shift, double tol,
                  bint centred, bint shrinking=True, fast=None, int n_threads=1):
         cdef Py_ssize_t i, n_chunks
@@ -665,22 +673,13 @@ cdef class S2DOState:
         self.Q = gamma.shape[0]
         self.R = max(int(group_size.shape[1]), 1)
         self.has_M = M is not None
+        self.Mdiag = Mdiag
         if self.has_M:
             self.M = M
-            self.Mdiag = np.ascontiguousarray(np.diagonal(M).reshape(self.Q, self.P))
         else:
-            # M[(y,p),(z,q)] = ν_yp·ν_zq − Q μ_yp μ_zq (ν̄ = ν − μ1 for sum-to-zero machines,
-            # μ = 0 otherwise), from ν's non-zeros: O(Q²) memory instead of O(Q⁴).
-            self.Mdiag = np.ascontiguousarray(np.sum(np.square(nz_val), axis=2)
-                                              - self.Q * np.square(nu_mean))
+            # Rows of M from ν's non-zeros (_coupling_row): O(Q²) memory instead of O(Q⁴).
             self.mrow = np.zeros(self.Q * self.P)
             self.mrow_of = -1
-            rows, k = np.nonzero(np.arange(self.Q) < np.reshape(nz_count, (-1, 1)))
-            cols = np.reshape(nz_col, (-1, self.Q))[rows, k]
-            order = np.argsort(cols, kind="stable")
-            self.nuc_start = np.searchsorted(cols[order], np.arange(self.Q + 1)).astype(np.int32)
-            self.nuc_row = rows[order].astype(np.int32)
-            self.nuc_val = np.reshape(nz_val, (-1, self.Q))[rows, k][order]
         self.gamma = gamma
         self.active = active
         self.slack = slack
@@ -690,6 +689,9 @@ cdef class S2DOState:
         self.nz_col = nz_col
         self.nz_val = nz_val
         self.nu_mean = nu_mean
+        if not self.has_M:
+            self.nu_cols = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
+                                      nu_mean, nu_col_start, nu_col_row, nu_col_val)
         if C.shape[0] != self.m or shift.shape[0] != self.m:
             raise ValueError("C and shift need one entry per example.")
         self.C = C
@@ -1256,39 +1258,9 @@ cdef class S2DOState:
             self.sMrow = &self.mrow[0]
 
     cdef void _fill_mrow(self, Py_ssize_t y, Py_ssize_t p) noexcept nogil:
-        """mrow = the row (y, p) of M (no table, see __init__), unless it holds that row
-        already: Σ_c ν_ypc ν_·c, scattered from ν's column c for each non-zero ν_ypc,
-        minus Q μ_yp μ."""
-        cdef Py_ssize_t j, P = self.P, last = self.mrow_of
-        cdef double mu = self.Q * self.nu_mean[y, p]
-        cdef double* row = &self.mrow[0]
-        cdef const double* mean = &self.nu_mean[0, 0]
-        if last == y * P + p:
-            return
-        if last >= 0 and self.nu_mean[last // P, last % P] == 0:
-            self._scatter_nu(last // P, last % P, 0)   # only the scattered entries to clear
-        else:
-            for j in range(self.Q * P):
-                row[j] = 0.0
-        self.mrow_of = y * P + p
-        self._scatter_nu(y, p, 1)
-        if mu != 0:
-            for j in range(self.Q * P):
-                row[j] -= mu * mean[j]
-
-    cdef void _scatter_nu(self, Py_ssize_t y, Py_ssize_t p, bint add) noexcept nogil:
-        """mrow += Σ_c ν_ypc ν_·c (add), or those entries set to zero."""
-        cdef int k, t, c
-        cdef double v
-        cdef double* row = &self.mrow[0]
-        for k in range(self.nz_count[y, p]):
-            c = self.nz_col[y, p, k]
-            v = self.nz_val[y, p, k]
-            for t in range(self.nuc_start[c], self.nuc_start[c + 1]):
-                if add:
-                    row[self.nuc_row[t]] += v * self.nuc_val[t]
-                else:
-                    row[self.nuc_row[t]] = 0.0
+        """mrow = the row (y, p) of M (no table, see __init__)."""
+        _coupling_row(&self.nu_tables, &self.mrow[0], self.mrow_of, y * self.P + p)
+        self.mrow_of = y * self.P + p
 
     cdef double _m_entry(self, Py_ssize_t y, Py_ssize_t p, Py_ssize_t z,
                          Py_ssize_t q) noexcept nogil:

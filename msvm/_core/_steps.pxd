@@ -13,7 +13,9 @@
 # * the block-step constants, the control of cold visits (lazy refresh) and the
 #   incremental tracking of cached extremes;
 # * the fast path's per-example record rule: σ_e and the exact extremes of h_e·
-#   over slot masks (``_sigma_of``, ``_extremes``).
+#   over slot masks (``_sigma_of``, ``_extremes``);
+# * a row of the coupling matrix M computed from ν's non-zeros, for machines
+#   whose (QP)² table is not built (``NuTables``, ``_coupling_row``).
 #
 # Both solvers therefore take exactly the same steps.  All functions are nogil
 # and touch no Python object.
@@ -340,3 +342,75 @@ cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P,
     a_dn[0] = ad
     h_all[0] = ha
     a_all[0] = aa
+
+
+# ---------------------------------------------------------------------------
+# Rows of M without its (QP)² table: M[(y,p),(z,q)] = ν_yp·ν_zq − Q μ_yp μ_zq, ν the
+# uncentred ν of the active slots and μ its means (sum-to-zero machines, else 0).
+# The arrays are :func:`msvm.solvers._common.machine_tables`'; rows are indexed
+# y·P + p.
+
+cdef struct NuTables:
+    Py_ssize_t Q
+    Py_ssize_t P
+    const int* nz_count       # (Q·P): the non-zeros of each row of ν ...
+    const int* nz_col         # (Q·P, Q)
+    const double* nz_val      # (Q·P, Q)
+    const double* nu_mean     # (Q·P)
+    const int* col_start      # (Q + 1): ... and of each column c of ν
+    const int* col_row
+    const double* col_val
+
+
+cdef inline tuple _nu_tables(NuTables* t, Py_ssize_t Q, Py_ssize_t P,
+                             const int[:, ::1] nz_count, const int[:, :, ::1] nz_col,
+                             const double[:, :, ::1] nz_val, const double[:, ::1] nu_mean,
+                             const int[::1] col_start, const int[::1] col_row,
+                             const double[::1] col_val):
+    """Point t at the tables; returns the arrays to keep alive as long as t is used."""
+    t.Q = Q
+    t.P = P
+    t.nz_count = &nz_count[0, 0]
+    t.nz_col = &nz_col[0, 0, 0]
+    t.nz_val = &nz_val[0, 0, 0]
+    t.nu_mean = &nu_mean[0, 0]
+    t.col_start = &col_start[0]
+    t.col_row = &col_row[0] if col_row.shape[0] else NULL
+    t.col_val = &col_val[0] if col_val.shape[0] else NULL
+    return (nz_count, nz_col, nz_val, nu_mean, col_start, col_row, col_val)
+
+
+cdef inline void _scatter_nu(const NuTables* t, double* row, Py_ssize_t yp,
+                             bint add) noexcept nogil:
+    """row += Σ_c ν_{yp,c} ν_{·,c}, scattered from ν's columns (add), or those entries
+    set to zero."""
+    cdef int k, u, c
+    cdef double v
+    for k in range(t.nz_count[yp]):
+        c = t.nz_col[yp * t.Q + k]
+        v = t.nz_val[yp * t.Q + k]
+        for u in range(t.col_start[c], t.col_start[c + 1]):
+            if add:
+                row[t.col_row[u]] += v * t.col_val[u]
+            else:
+                row[t.col_row[u]] = 0.0
+
+
+cdef inline void _coupling_row(const NuTables* t, double* row, Py_ssize_t holds,
+                               Py_ssize_t yp) noexcept nogil:
+    """row (Q·P) = the row yp of M, where it holds the row ``holds`` (−1: zeros or
+    anything).  After a row without a mean term only its scattered entries are
+    cleared."""
+    cdef Py_ssize_t j, n = t.Q * t.P
+    cdef double mu = t.Q * t.nu_mean[yp]
+    if holds == yp:
+        return
+    if holds >= 0 and t.nu_mean[holds] == 0:
+        _scatter_nu(t, row, holds, False)
+    else:
+        for j in range(n):
+            row[j] = 0.0
+    _scatter_nu(t, row, yp, True)
+    if mu != 0:
+        for j in range(n):
+            row[j] -= mu * t.nu_mean[j]

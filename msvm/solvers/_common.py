@@ -51,13 +51,14 @@ STATUS = {DONE: "optimal", BUDGET: "max_iter", STALLED: "stalled"}
 #: (S2DO's take as many words as the slots need).
 MAX_FAST_SLOTS = 64
 
-#: S2DO reads the (QP × QP) coupling table M whole up to this many rows (8 MB) and
-#: otherwise computes the row it needs from ν's non-zeros: the table grows as Q⁴.
+#: S2DO and the online solver read the (QP × QP) coupling table M whole up to this many
+#: rows (8 MB) and otherwise compute the row they need from ν's non-zeros: the table
+#: grows as Q⁴.
 FULL_M_MAX_ROWS = 1024
 
 
-def s2do_full_M(machine: Machine) -> bool:
-    """Whether S2DO builds the whole table M for ``machine`` (:data:`FULL_M_MAX_ROWS`)."""
+def full_M_table(machine: Machine) -> bool:
+    """Whether the solvers build the whole table M for ``machine`` (:data:`FULL_M_MAX_ROWS`)."""
     return machine.n_classes * machine.n_slots <= FULL_M_MAX_ROWS
 
 
@@ -71,6 +72,8 @@ class MachineTables:
     M : float64 (Q·P, Q·P) or None
         ν̄_{y,p}·ν̄_{z,q} of the active slots (ν̄ centred for sum-to-zero
         machines): H = M ⊗ K.  None when built with ``full_M=False``.
+    Mdiag : float64 (Q, P)
+        M's diagonal (also without the table).
     gamma : float64 (Q, P)
         γ_{y,p}, zero on inactive slots.
     active : uint8 (Q, P)
@@ -84,6 +87,10 @@ class MachineTables:
     nu_mean : float64 (Q, P)
         mean_c ν_{y,p,c} for sum-to-zero machines (the gradient from
         uncentred scores), else zeros.
+    nu_col_start, nu_col_row, nu_col_val : int32 (Q + 1), int32 (nnz), float64 (nnz)
+        The same non-zeros by their last index c: the rows y·P + p with
+        ν_{y,p,c} ≠ 0 and the values, ``[nu_col_start[c]:nu_col_start[c + 1]]``;
+        the solvers compute a row of M from them when ``M`` is None.
     nubar : float64 (Q, P, Q)
         ν̄ on the active slots.
     centred : bool
@@ -94,6 +101,7 @@ class MachineTables:
     """
 
     M: np.ndarray | None
+    Mdiag: np.ndarray
     gamma: np.ndarray
     active: np.ndarray
     slack: np.ndarray
@@ -102,15 +110,20 @@ class MachineTables:
     nz_col: np.ndarray
     nz_val: np.ndarray
     nu_mean: np.ndarray
+    nu_col_start: np.ndarray
+    nu_col_row: np.ndarray
+    nu_col_val: np.ndarray
     nubar: np.ndarray
     centred: bool
     fast: dict | None
 
     def shared(self) -> dict:
         """The arrays every compiled solver takes, by the keyword names of its constructor."""
-        return dict(M=self.M, gamma=self.gamma, active=self.active, slack=self.slack,
-                    group_size=self.group_size, nz_count=self.nz_count, nz_col=self.nz_col,
-                    nz_val=self.nz_val, nu_mean=self.nu_mean)
+        return dict(M=self.M, Mdiag=self.Mdiag, gamma=self.gamma, active=self.active,
+                    slack=self.slack, group_size=self.group_size, nz_count=self.nz_count,
+                    nz_col=self.nz_col, nz_val=self.nz_val, nu_mean=self.nu_mean,
+                    nu_col_start=self.nu_col_start, nu_col_row=self.nu_col_row,
+                    nu_col_val=self.nu_col_val)
 
     def diagonal_blocks(self) -> np.ndarray:
         """M's per-class diagonal blocks M[y] = ν̄_y ν̄_yᵀ, shape (Q, P, P).
@@ -144,7 +157,7 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
     full_M : bool
         Build the (QP × QP) table M.  False leaves ``M`` None, for a solver
         that needs only the diagonal blocks (:meth:`MachineTables.diagonal_blocks`)
-        or computes M's rows itself (S2DO, :func:`s2do_full_M`): M has (QP)²
+        or computes M's rows itself (:func:`full_M_table`): M has (QP)²
         entries, 6.25 million for Q = 50.
 
     Returns
@@ -178,9 +191,13 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
     nu = machine.nu * active[:, :, None]
     nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
     nz_col, nz_val = _nonzeros(nu.reshape(Q * P, Q))
+    rows, cols = np.nonzero(nu.reshape(Q * P, Q))
+    order = np.argsort(cols, kind="stable")
     nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
     return MachineTables(
         M=None if M is None else np.ascontiguousarray(M),
+        Mdiag=np.ascontiguousarray(np.einsum("ypc,ypc->yp", nubar, nubar) if M is None
+                                   else np.diagonal(M).reshape(Q, P)),
         gamma=np.ascontiguousarray(np.where(active, machine.gamma, 0.0)),
         active=np.ascontiguousarray(active, dtype=np.uint8),
         slack=np.ascontiguousarray(slack),
@@ -189,6 +206,9 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
         nz_col=nz_col.reshape(Q, P, Q),
         nz_val=nz_val.reshape(Q, P, Q),
         nu_mean=np.ascontiguousarray(nu_mean),
+        nu_col_start=np.searchsorted(cols[order], np.arange(Q + 1)).astype(np.int32),
+        nu_col_row=rows[order].astype(np.int32),
+        nu_col_val=nu.reshape(Q * P, Q)[rows, cols][order],
         nubar=nubar,
         centred=bool(machine.sum_to_zero),
         fast=_fast_tables(machine, nu, group_size)

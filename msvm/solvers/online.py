@@ -56,6 +56,7 @@ from msvm.solvers._common import (
     check_cache_size,
     check_trace,
     drive,
+    full_M_table,
     iteration_budget,
     limit_blas_threads,
     machine_tables,
@@ -191,14 +192,12 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
 
 def _tables(machine: Machine, fast: bool) -> dict:
     """The machine tables (:func:`~msvm.solvers._common.machine_tables`) as ``OnlineState``
-    takes them: with M's diagonal and ν̄, the slot targets named ``gamma_t``."""
+    takes them: with ν̄, the slot targets named ``gamma_t``."""
     tables = machine_tables(machine, fast=fast, max_fast_slots=MAX_FAST_SLOTS,
-                            max_shared_groups=1)
+                            max_shared_groups=1, full_M=full_M_table(machine))
     arrays = tables.shared()
     arrays["gamma_t"] = arrays.pop("gamma")
-    Q, P = tables.gamma.shape
-    return dict(arrays, Mdiag=np.ascontiguousarray(np.diagonal(tables.M).reshape(Q, P)),
-                nubar=tables.nubar, fast=tables.fast, centred=tables.centred)
+    return dict(arrays, nubar=tables.nubar, fast=tables.fast, centred=tables.centred)
 
 
 def _state_features(X):

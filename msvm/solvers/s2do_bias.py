@@ -120,11 +120,11 @@ from msvm.solvers._common import (
     drive,
     fill_gram,
     float32,
+    full_M_table,
     iteration_budget,
     limit_blas_threads,
     machine_tables,
     n_threads,
-    s2do_full_M,
     start_point,
     warn_not_converged,
 )
@@ -256,7 +256,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if b.shape != (problem.n_classes,) or not np.all(np.isfinite(b)):
             b = np.zeros(problem.n_classes)
     tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True),
-                            full_M=s2do_full_M(problem.machine))
+                            full_M=full_M_table(problem.machine))
     nubar = tables.nubar                       # (Q, P, Q), zero on inactive slots
     U = problem.equality_basis
     projector = U @ U.T                        # onto the multipliers' space, span(U)
