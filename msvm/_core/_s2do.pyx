@@ -494,12 +494,12 @@ cdef class S2DOState:
     cdef const double[:, ::1] Mdiag
     # Without the table, the last row of M computed (_fill_mrow) and its row index
     # y·P + p (−1: none yet), from ν's non-zeros by row and by column (nu_tables,
-    # which points into nz_count, nz_col, nz_val, nu_mean and nu_cols).
+    # pointing into nu_keep).
     cdef bint has_M
     cdef double[::1] mrow
     cdef Py_ssize_t mrow_of
     cdef NuTables nu_tables
-    cdef tuple nu_cols
+    cdef tuple nu_keep
     cdef const double[:, ::1] gamma
     cdef const unsigned char[:, ::1] active
     cdef const int[:, ::1] slack
@@ -690,7 +690,7 @@ cdef class S2DOState:
         self.nz_val = nz_val
         self.nu_mean = nu_mean
         if not self.has_M:
-            self.nu_cols = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
+            self.nu_keep = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
                                       nu_mean, nu_col_start, nu_col_row, nu_col_val)
         if C.shape[0] != self.m or shift.shape[0] != self.m:
             raise ValueError("C and shift need one entry per example.")

@@ -320,7 +320,7 @@ cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P,
     ``up`` (may increase), the maximum over ``pos`` (α > 0), the minimum over all; each with
     its slot (the first one on ties), −1 and ±inf when the set is empty.  The sets are
     masks of ⌈P/64⌉ words."""
-    cdef Py_ssize_t w, b, n
+    cdef Py_ssize_t w, b, s0, n
     cdef double h, hu = INFINITY, hd = -INFINITY, ha = INFINITY
     cdef int au = -1, ad = -1, aa = -1
     cdef mask_t ua, pa, aw
@@ -328,14 +328,13 @@ cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P,
         aw = act[w]
         ua = up[w] & aw
         pa = pos[w] & aw
-        n = P - (w << 6) if P - (w << 6) < 64 else 64
+        s0 = w << 6
+        n = P - s0 if P - s0 < 64 else 64
         for b in range(n):
-            h = -Fe[b] - gam[b]
-            _track_min(h, _member(ua, b), <int> ((w << 6) + b), &hu, &au)
-            _track_max(h, _member(pa, b), <int> ((w << 6) + b), &hd, &ad)
-            _track_min(h, _member(aw, b), <int> ((w << 6) + b), &ha, &aa)
-        Fe += 64
-        gam += 64
+            h = -Fe[s0 + b] - gam[s0 + b]
+            _track_min(h, _member(ua, b), <int> (s0 + b), &hu, &au)
+            _track_max(h, _member(pa, b), <int> (s0 + b), &hd, &ad)
+            _track_min(h, _member(aw, b), <int> (s0 + b), &ha, &aa)
     h_up[0] = hu
     a_up[0] = au
     h_dn[0] = hd
