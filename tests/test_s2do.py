@@ -121,19 +121,21 @@ def test_coupling_rows_equal_the_table(model):
             np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("model, C, bias", [("ww", 1.0, False), ("cs", 1.0, False),
-                                            ("llw", 0.3, False), ("ww", 1.0, True)])
-def test_fast_path_past_one_mask_word(model, C, bias):
+@pytest.mark.parametrize("model, C, bias, solver_name, options", [
+    ("ww", 1.0, False, "auto", {}), ("cs", 1.0, False, "auto", {}),
+    ("llw", 0.3, False, "auto", {}), ("ww", 1.0, True, "auto", {}),
+    ("cs", 1.0, False, "online", {"epochs": None, "finish": False, "random_state": 0})])
+def test_fast_path_past_one_mask_word(model, C, bias, solver_name, options):
     """70 classes: the fast path's slot masks take two words per example.  Its solution
-    (S2DO, or S2DO with a bias) is certified and its dual objective within the two
-    certified gaps of the generic loop's, with variables of slots past the first word in
-    the support."""
+    (S2DO, S2DO with a bias, the online solver) is certified and its dual objective within
+    the two certified gaps of the generic loop's, with variables of slots past the first
+    word in the support."""
     X, y = blobs(0, 70, 140, spread=1.0)
     problem = make_problem(model, X, y, C=C, bias=bias)
-    solver = get_solver(resolve_solver("auto", problem))
-    solution = solver.solve(problem, tol=1e-4)
+    solver = get_solver(resolve_solver(solver_name, problem))
+    solution = solver.solve(problem, tol=1e-4, **options)
     fast = diagnose(problem, solution)
-    generic = diagnose(problem, solver.solve(problem, tol=1e-4, fast=False))
+    generic = diagnose(problem, solver.solve(problem, tol=1e-4, fast=False, **options))
     for d in (fast, generic):
         assert d.kkt_violation <= 1e-4 and d.duality_gap >= 0
     assert abs(fast.dual_objective - generic.dual_objective) <= \

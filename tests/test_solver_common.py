@@ -20,7 +20,6 @@ from msvm.solvers import SOLVERS, StallWatch, get_solver
 from msvm.solvers._common import (
     BUDGET,
     DONE,
-    MAX_FAST_SLOTS,
     STALLED,
     STATUS,
     TIME_UP,
@@ -73,16 +72,6 @@ def test_sparse_nu_and_fast_tables_reproduce_nu(model):
         u[fast["u_col"][c, :fast["u_cnt"][c]]] = fast["u_val"][c, :fast["u_cnt"][c]]
         for s in np.flatnonzero(machine.active[c]):
             np.testing.assert_allclose(nu[c, s], u - np.eye(Q)[s], atol=1e-15)
-
-
-def test_fast_path_slot_limit_is_the_online_solvers():
-    """S2DO's slot masks take as many words as the slots need; the online solver keeps one
-    word per example, so it asks for no fast path past MAX_FAST_SLOTS slots."""
-    for Q in (MAX_FAST_SLOTS, MAX_FAST_SLOTS + 1, 130):
-        machine = make_machine("ww", Q)
-        assert machine_tables(machine, full_M=False).fast is not None, Q
-        limited = machine_tables(machine, full_M=False, max_fast_slots=MAX_FAST_SLOTS)
-        assert (limited.fast is not None) == (machine.n_slots <= MAX_FAST_SLOTS), Q
 
 
 def test_shared_group_guard():

@@ -310,6 +310,8 @@ cdef class OnlineState:
     cdef int* ucol           # Q·Q
     cdef double* uval        # Q·Q
     cdef double* kap         # Q: mean_c u_y,c − 1/Q when sum-to-zero, else 0
+    cdef Py_ssize_t n_words  # ⌈P/64⌉: words of a slot mask
+    cdef mask_t* masks       # 3·n_words: _rescan's active, may-increase and α > 0 masks
     cdef double* F           # cap·Q uncentred scores K'β
     cdef double* S           # cap: Σ_c F (sum-to-zero machines)
     cdef Ext* ext            # cap: σ and the cached extremes of h, one struct per slot
@@ -450,6 +452,7 @@ cdef class OnlineState:
         free(self.ucol)
         free(self.uval)
         free(self.kap)
+        free(self.masks)
         free(self.F)
         free(self.S)
         free(self.ext)
@@ -577,7 +580,10 @@ cdef class OnlineState:
             self.ucol = <int*> malloc(self.Q * self.Q * sizeof(int))
             self.uval = <double*> malloc(self.Q * self.Q * sizeof(double))
             self.kap = <double*> malloc(self.Q * sizeof(double))
-            if self.ucnt == NULL or self.ucol == NULL or self.uval == NULL or self.kap == NULL:
+            self.n_words = (self.P + 63) // 64
+            self.masks = <mask_t*> malloc(3 * self.n_words * sizeof(mask_t))
+            if self.ucnt == NULL or self.ucol == NULL or self.uval == NULL or self.kap == NULL \
+                    or self.masks == NULL:
                 raise MemoryError()
             ucnt_a = np.ascontiguousarray(fast["u_cnt"], dtype=np.int32).ravel()
             ucol_a = np.ascontiguousarray(fast["u_col"], dtype=np.int32).ravel()
@@ -957,24 +963,32 @@ cdef class OnlineState:
         cdef Ext* x = &self.ext[e]
         cdef int k, s, r, adn
         cdef double hdn, lim = (self.C - self.eps_cap) * self.wt[e]
-        cdef mask_t act = 0, up = 0, pos = 0, bit
+        cdef Py_ssize_t w, W = self.n_words
+        cdef mask_t* act = self.masks
+        cdef mask_t* up = act + W
+        cdef mask_t* pos = up + W
+        cdef mask_t bit
         if x.cold:
             self.n_cold_rescans += 1
         self._sigma(e)
+        for w in range(W):
+            act[w] = 0
+            up[w] = 0
+            pos[w] = 0
         for k in range(self.nact[y]):
             s = al[k]
-            bit = (<mask_t>1) << s
-            act |= bit
+            bit = (<mask_t>1) << (s & 63)
+            act[s >> 6] |= bit
             r = sl[s]
             if r < 0 or GSe[r] < lim:
-                up |= bit
+                up[s >> 6] |= bit
             if Ae[s] > 0:
-                pos |= bit
-        _extremes(Fe, gm, P, &act, &up, &pos, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall,
-                  &x.aall)
-        act &= pos
-        up &= pos
-        _extremes(Fe, gm, P, &act, &up, &pos, &x.hupsv, &x.aupsv, &hdn, &adn, &x.hallsv,
+                pos[s >> 6] |= bit
+        _extremes(Fe, gm, P, act, up, pos, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall, &x.aall)
+        for w in range(W):
+            act[w] &= pos[w]
+            up[w] &= pos[w]
+        _extremes(Fe, gm, P, act, up, pos, &x.hupsv, &x.aupsv, &hdn, &adn, &x.hallsv,
                   &x.aallsv)
         x.stale = 0
         x.cold = 0

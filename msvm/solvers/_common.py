@@ -47,10 +47,6 @@ STALLED = -1
 #: Status of a :class:`~msvm.problem.DualSolution` for each final code.
 STATUS = {DONE: "optimal", BUDGET: "max_iter", STALLED: "stalled"}
 
-#: The online solver's fast path keeps an example's slot sets as one 64-bit word each
-#: (S2DO's take as many words as the slots need).
-MAX_FAST_SLOTS = 64
-
 #: S2DO and the online solver read the (QP × QP) coupling table M whole up to this many
 #: rows (8 MB) and otherwise compute the row they need from ν's non-zeros: the table
 #: grows as Q⁴.
@@ -133,7 +129,7 @@ class MachineTables:
         return np.ascontiguousarray(np.einsum("ypc,yqc->ypq", self.nubar, self.nubar))
 
 
-def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int | None = None,
+def machine_tables(machine: Machine, *, fast: bool = True,
                    max_shared_groups: int | None = None, full_M: bool = True) -> MachineTables:
     """The machine's arrays for the compiled solvers, built once for all of them.
 
@@ -147,9 +143,6 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
     fast : bool
         Build the fast path's tables when the machine has its structure;
         False gives ``fast=None`` (the generic bookkeeping).
-    max_fast_slots : int, optional
-        No fast path for a machine with more slots than this (the online
-        solver's masks: :data:`MAX_FAST_SLOTS`).
     max_shared_groups : int, optional
         Raise ``ValueError`` when a class has more slack groups shared by
         several slots than this (the online solver keeps one shared-group
@@ -172,8 +165,7 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
       solver) needs every active slot s of class y to read ν_{y,s,·} =
       u_y − e_s (slot s compares class s with a per-class combination u_y:
       WW, CS, LLW, M-SVM²), the slack groups to be all singletons
-      (sum-loss) or one group of every active slot (max-loss), and at most
-      ``max_fast_slots`` slots;
+      (sum-loss) or one group of every active slot (max-loss);
     * ``max_shared_groups`` (above).
     """
     Q, P = machine.n_classes, machine.n_slots
@@ -211,8 +203,7 @@ def machine_tables(machine: Machine, *, fast: bool = True, max_fast_slots: int |
         nu_col_val=nu.reshape(Q * P, Q)[rows, cols][order],
         nubar=nubar,
         centred=bool(machine.sum_to_zero),
-        fast=_fast_tables(machine, nu, group_size)
-        if fast and P <= (max_fast_slots or P) else None,
+        fast=_fast_tables(machine, nu, group_size) if fast else None,
     )
 
 

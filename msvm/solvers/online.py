@@ -50,7 +50,6 @@ from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
-    MAX_FAST_SLOTS,
     STALLED,
     Clock,
     check_cache_size,
@@ -193,8 +192,8 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
 def _tables(machine: Machine, fast: bool) -> dict:
     """The machine tables (:func:`~msvm.solvers._common.machine_tables`) as ``OnlineState``
     takes them: with ν̄, the slot targets named ``gamma_t``."""
-    tables = machine_tables(machine, fast=fast, max_fast_slots=MAX_FAST_SLOTS,
-                            max_shared_groups=1, full_M=full_M_table(machine))
+    tables = machine_tables(machine, fast=fast, max_shared_groups=1,
+                            full_M=full_M_table(machine))
     arrays = tables.shared()
     arrays["gamma_t"] = arrays.pop("gamma")
     return dict(arrays, nubar=tables.nubar, fast=tables.fast, centred=tables.centred)
