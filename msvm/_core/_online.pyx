@@ -141,6 +141,7 @@ from msvm._core._steps cimport (
     BLOCK_STEPS,
     LAZY_WINDOW_ONLINE,
     NuTables,
+    _add_slot,
     _block_fraction,
     _cold_below,
     _coupling_row,
@@ -967,7 +968,6 @@ cdef class OnlineState:
         cdef mask_t* act = self.masks
         cdef mask_t* up = act + W
         cdef mask_t* pos = up + W
-        cdef mask_t bit
         if x.cold:
             self.n_cold_rescans += 1
         self._sigma(e)
@@ -977,13 +977,12 @@ cdef class OnlineState:
             pos[w] = 0
         for k in range(self.nact[y]):
             s = al[k]
-            bit = (<mask_t>1) << (s & 63)
-            act[s >> 6] |= bit
+            _add_slot(act, s)
             r = sl[s]
             if r < 0 or GSe[r] < lim:
-                up[s >> 6] |= bit
+                _add_slot(up, s)
             if Ae[s] > 0:
-                pos[s >> 6] |= bit
+                _add_slot(pos, s)
         _extremes(Fe, gm, P, act, up, pos, &x.hup, &x.aup, &x.hdn, &x.adn, &x.hall, &x.aall)
         for w in range(W):
             act[w] &= pos[w]
@@ -1294,9 +1293,7 @@ cdef class OnlineState:
         """The row yp = y·P + p of M: the table's, or computed into buffer slot (0, 1)."""
         if self.has_M:
             return &self.M[yp, 0]
-        _coupling_row(&self.nu_tables, &self.mrows[slot, 0], self.mrow_of[slot], yp)
-        self.mrow_of[slot] = yp
-        return &self.mrows[slot, 0]
+        return _coupling_row(&self.nu_tables, &self.mrows[slot, 0], &self.mrow_of[slot], yp)
 
     cdef void _second_in_pattern(self, Py_ssize_t i, Py_ssize_t p, double g1, double h11,
                                  Py_ssize_t e, double kie, bint sv_only, double* best,

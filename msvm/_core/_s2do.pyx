@@ -216,11 +216,13 @@ from msvm._core._steps cimport (
     BLOCK_STEPS,
     LAZY_WINDOW_S2DO,
     NuTables,
+    _add_slot,
     _block_fraction,
     _cold_below,
     _coupling_row,
     _extremes,
     _gain,
+    _has_slot,
     _keep_max,
     _lazy_enable,
     _lazy_tick,
@@ -492,7 +494,7 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] work_idx
     cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef const double[:, ::1] Mdiag
-    # Without the table, the last row of M computed (_fill_mrow) and its row index
+    # Without the table, the last row of M computed (_mrow) and its row index
     # y·P + p (−1: none yet), from ν's non-zeros by row and by column (nu_tables,
     # pointing into nu_keep).
     cdef bint has_M
@@ -680,6 +682,8 @@ cdef class S2DOState:
             # Rows of M from ν's non-zeros (_coupling_row): O(Q²) memory instead of O(Q⁴).
             self.mrow = np.zeros(self.Q * self.P)
             self.mrow_of = -1
+            self.nu_keep = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
+                                      nu_mean, nu_col_start, nu_col_row, nu_col_val)
         self.gamma = gamma
         self.active = active
         self.slack = slack
@@ -689,9 +693,6 @@ cdef class S2DOState:
         self.nz_col = nz_col
         self.nz_val = nz_val
         self.nu_mean = nu_mean
-        if not self.has_M:
-            self.nu_keep = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
-                                      nu_mean, nu_col_start, nu_col_row, nu_col_val)
         if C.shape[0] != self.m or shift.shape[0] != self.m:
             raise ValueError("C and shift need one entry per example.")
         self.C = C
@@ -825,7 +826,6 @@ cdef class S2DOState:
         cdef int r
         cdef mask_t* up = self._up_words(e)
         cdef mask_t* pos = self._pos_words(e)
-        cdef mask_t bit
         cdef double lim = self.lim[e]
         for w in range(self.mask_words):
             up[w] = 0
@@ -833,12 +833,11 @@ cdef class S2DOState:
         for s in range(self.P):
             if not self.active[y, s]:
                 continue
-            bit = (<mask_t>1) << (s & 63)
             r = self.slack[y, s]
             if r < 0 or self.gsum[e, r] < lim:
-                up[s >> 6] |= bit
+                _add_slot(up, s)
             if self.alpha[e, s] > 0:
-                pos[s >> 6] |= bit
+                _add_slot(pos, s)
 
     cdef inline mask_t* _up_words(self, Py_ssize_t e) noexcept nogil:
         """The mask of e's slots that may increase (mask_words words)."""
@@ -851,8 +850,8 @@ cdef class S2DOState:
 
     cdef inline bint _may_move(self, Py_ssize_t e, Py_ssize_t s, double g) noexcept nogil:
         """Whether e's variable of slot s may move against its gradient g."""
-        return (g < 0 and _member(self._up_words(e)[s >> 6], s & 63)) or \
-            (g > 0 and _member(self._pos_words(e)[s >> 6], s & 63))
+        return (g < 0 and _has_slot(self._up_words(e), s)) or \
+            (g > 0 and _has_slot(self._pos_words(e), s))
 
     cdef void _gradient(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.y[e], q
@@ -1251,25 +1250,14 @@ cdef class S2DOState:
         self.sg1 = self._grad(i, p)
         self.sKii = self.kdiag[i] + self.shift[i]
         self.sh11 = self.Mdiag[self.y[i], p] * self.sKii
-        if self.has_M:
-            self.sMrow = &self.M[self.y[i] * self.P + p, 0]
-        else:
-            self._fill_mrow(self.y[i], p)
-            self.sMrow = &self.mrow[0]
+        self.sMrow = self._mrow(self.y[i] * self.P + p)
 
-    cdef void _fill_mrow(self, Py_ssize_t y, Py_ssize_t p) noexcept nogil:
-        """mrow = the row (y, p) of M (no table, see __init__)."""
-        _coupling_row(&self.nu_tables, &self.mrow[0], self.mrow_of, y * self.P + p)
-        self.mrow_of = y * self.P + p
-
-    cdef double _m_entry(self, Py_ssize_t y, Py_ssize_t p, Py_ssize_t z,
-                         Py_ssize_t q) noexcept nogil:
-        """M[(y,p),(z,q)], from the table or from the computed row (a 2-D step's row is
-        mostly the one its second-variable search has just computed)."""
+    cdef inline const double* _mrow(self, Py_ssize_t yp) noexcept nogil:
+        """The row yp = y·P + p of M: the table's, or computed into mrow (a 2-D step's
+        row is mostly the one its second-variable search has just computed)."""
         if self.has_M:
-            return self.M[y * self.P + p, z * self.P + q]
-        self._fill_mrow(y, p)
-        return self.mrow[z * self.P + q]
+            return &self.M[yp, 0]
+        return _coupling_row(&self.nu_tables, &self.mrow[0], &self.mrow_of, yp)
 
     cdef void _partner_in(self, Py_ssize_t e, double kie, double* best_gain, Py_ssize_t* k,
                           Py_ssize_t* q) noexcept nogil:
@@ -1446,7 +1434,7 @@ cdef class S2DOState:
             a2 = self.alpha[k, q]
             g2 = self._grad(k, q)
             h22 = self.Mdiag[yk, q] * (self.kdiag[k] + self.shift[k])
-            h12 = self._m_entry(yi, p, yk, q) * self._kblock(i, k)
+            h12 = self._mrow(yi * self.P + p)[yk * self.P + q] * self._kblock(i, k)
             l2 = -a2
             tri = k == i and r1 >= 0 and r1 == r2
             if tri:
@@ -1590,7 +1578,7 @@ cdef class S2DOState:
                         bq = c % P
                 if slot_partner:
                     ye = ex[e].y
-                    if c != ye * P + sp and _member(self.actmask[ye, sp >> 6], sp & 63):
+                    if c != ye * P + sp and _has_slot(&self.actmask[ye, 0], sp):
                         g2 = ex[e].sigma - self.F[e, sp] - self.gamma[ye, sp]
                         if self._may_move(e, sp, g2):
                             gn = _gain(g1, g2, h11, Mrow[ye * P + sp] * Ki[e],
@@ -2217,16 +2205,11 @@ cdef class S2DOState:
     def coupling(self, Py_ssize_t y, Py_ssize_t p):
         """Row (y, p) of M and its entries M[(y,p),(z,q)] one by one, as the second-variable
         search and the 2-D steps read them: ((QP,) array, (QP,) array)."""
-        cdef Py_ssize_t z, q
+        cdef Py_ssize_t j, yp = y * self.P + p, n = self.Q * self.P
         if not (0 <= y < self.Q and 0 <= p < self.P):
             raise IndexError(f"no slot ({y}, {p}) among {self.Q} classes and {self.P} slots.")
-        if self.has_M:
-            row = np.array(self.M[y * self.P + p])
-        else:
-            self._fill_mrow(y, p)
-            row = np.array(self.mrow)
-        entries = np.array([self._m_entry(y, p, z, q)
-                            for z in range(self.Q) for q in range(self.P)])
+        row = np.array(<double[:n]> <double*> self._mrow(yp))
+        entries = np.array([self._mrow(yp)[j] for j in range(n)])
         return row, entries
 
     def objective(self):

@@ -302,6 +302,16 @@ cdef inline int _member(mask_t m, Py_ssize_t b) noexcept nogil:
     return <int>((m >> b) & 1)
 
 
+cdef inline int _has_slot(const mask_t* words, Py_ssize_t s) noexcept nogil:
+    """Whether slot s is in the mask of several words."""
+    return _member(words[s >> 6], s & 63)
+
+
+cdef inline void _add_slot(mask_t* words, Py_ssize_t s) noexcept nogil:
+    """Put slot s in the mask of several words."""
+    words[s >> 6] |= (<mask_t>1) << (s & 63)
+
+
 cdef inline double _sigma_of(const double* Fe, int n, const int* col, const double* val,
                              double kappa_S) noexcept nogil:
     """σ_e = u_y·F_e − κ_y S_e (u_y's n non-zeros col/val; kappa_S = κ_y S_e, 0 if not centred)."""
@@ -395,17 +405,18 @@ cdef inline void _scatter_nu(const NuTables* t, double* row, Py_ssize_t yp,
                 row[t.col_row[u]] = 0.0
 
 
-cdef inline void _coupling_row(const NuTables* t, double* row, Py_ssize_t holds,
-                               Py_ssize_t yp) noexcept nogil:
-    """row (Q·P) = the row yp of M, where it holds the row ``holds`` (−1: zeros or
-    anything).  After a row without a mean term only its scattered entries are
-    cleared."""
-    cdef Py_ssize_t j, n = t.Q * t.P
+cdef inline double* _coupling_row(const NuTables* t, double* row, Py_ssize_t* holds,
+                                  Py_ssize_t yp) noexcept nogil:
+    """row (Q·P) = the row yp of M, where it holds the row ``holds[0]`` (−1: zeros or
+    anything), which becomes yp; returns row.  After a row without a mean term only
+    its scattered entries are cleared."""
+    cdef Py_ssize_t j, n = t.Q * t.P, last = holds[0]
     cdef double mu = t.Q * t.nu_mean[yp]
-    if holds == yp:
-        return
-    if holds >= 0 and t.nu_mean[holds] == 0:
-        _scatter_nu(t, row, holds, False)
+    if last == yp:
+        return row
+    holds[0] = yp
+    if last >= 0 and t.nu_mean[last] == 0:
+        _scatter_nu(t, row, last, False)
     else:
         for j in range(n):
             row[j] = 0.0
@@ -413,3 +424,4 @@ cdef inline void _coupling_row(const NuTables* t, double* row, Py_ssize_t holds,
     if mu != 0:
         for j in range(n):
             row[j] -= mu * t.nu_mean[j]
+    return row

@@ -130,7 +130,8 @@ class MachineTables:
 
 
 def machine_tables(machine: Machine, *, fast: bool = True,
-                   max_shared_groups: int | None = None, full_M: bool = True) -> MachineTables:
+                   max_shared_groups: int | None = None,
+                   full_M: bool | None = None) -> MachineTables:
     """The machine's arrays for the compiled solvers, built once for all of them.
 
     Every table depends on the machine only (not on the data), so the
@@ -147,11 +148,12 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         Raise ``ValueError`` when a class has more slack groups shared by
         several slots than this (the online solver keeps one shared-group
         sum per pattern: ``max_shared_groups=1``).
-    full_M : bool
+    full_M : bool, optional
         Build the (QP × QP) table M.  False leaves ``M`` None, for a solver
         that needs only the diagonal blocks (:meth:`MachineTables.diagonal_blocks`)
-        or computes M's rows itself (:func:`full_M_table`): M has (QP)²
-        entries, 6.25 million for Q = 50.
+        or computes M's rows itself (S2DO, the online solver): M has (QP)²
+        entries, 6.25 million for Q = 50.  By default the table is built up to
+        :data:`FULL_M_MAX_ROWS` rows (:func:`full_M_table`).
 
     Returns
     -------
@@ -171,6 +173,8 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     Q, P = machine.n_classes, machine.n_slots
     active = machine.active
     nubar = np.ascontiguousarray(machine.nu_centered * active[:, :, None])
+    if full_M is None:
+        full_M = full_M_table(machine)
     M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P) if full_M else None
     slack = np.where(active, machine.slack, -1).astype(np.int32)
     if machine.loss != "hinge":

@@ -55,7 +55,6 @@ from msvm.solvers._common import (
     check_cache_size,
     check_trace,
     drive,
-    full_M_table,
     iteration_budget,
     limit_blas_threads,
     machine_tables,
@@ -192,8 +191,7 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
 def _tables(machine: Machine, fast: bool) -> dict:
     """The machine tables (:func:`~msvm.solvers._common.machine_tables`) as ``OnlineState``
     takes them: with ν̄, the slot targets named ``gamma_t``."""
-    tables = machine_tables(machine, fast=fast, max_shared_groups=1,
-                            full_M=full_M_table(machine))
+    tables = machine_tables(machine, fast=fast, max_shared_groups=1)
     arrays = tables.shared()
     arrays["gamma_t"] = arrays.pop("gamma")
     return dict(arrays, nubar=tables.nubar, fast=tables.fast, centred=tables.centred)

@@ -43,7 +43,6 @@ from msvm.solvers._common import (
     drive,
     fill_gram,
     float32,
-    full_M_table,
     iteration_budget,
     limit_blas_threads,
     machine_tables,
@@ -272,7 +271,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     alpha = start_point(problem, warm_start)
     threads = n_threads(n_jobs)
     cache = problem.kernel.cache(cache_size, float32=float32(cache_dtype), n_threads=threads)
-    tables = machine_tables(problem.machine, fast=fast, full_M=full_M_table(problem.machine))
+    tables = machine_tables(problem.machine, fast=fast)
 
     def new_state():
         """The compiled loop's state from α (the rows of its non-zero examples computed)."""

@@ -120,7 +120,6 @@ from msvm.solvers._common import (
     drive,
     fill_gram,
     float32,
-    full_M_table,
     iteration_budget,
     limit_blas_threads,
     machine_tables,
@@ -255,8 +254,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         b = np.array(warm_start.b, dtype=np.float64).reshape(-1)
         if b.shape != (problem.n_classes,) or not np.all(np.isfinite(b)):
             b = np.zeros(problem.n_classes)
-    tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True),
-                            full_M=full_M_table(problem.machine))
+    tables = machine_tables(problem.machine, fast=s2do_options.get("fast", True))
     nubar = tables.nubar                       # (Q, P, Q), zero on inactive slots
     U = problem.equality_basis
     projector = U @ U.T                        # onto the multipliers' space, span(U)
