@@ -107,7 +107,7 @@ import numpy as np
 
 from msvm._progress import SolverProgress
 from msvm.diagnostics import bias_from_kkt, kkt_violation, repair_equality
-from msvm.problem import DualProblem, DualSolution
+from msvm.problem import DualProblem, DualSolution, class_coefficients
 from msvm.solvers import TIME_SLICE, TOL_FLOOR, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
@@ -379,7 +379,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         state.tol = max(final_tol, min(state.tol, OUTER_SLACK * float(np.max(np.abs(step)))))
         gamma = targets(b)
         if grow > 1.0:
-            colsum = np.einsum("ip,ipc->c", alpha, nu_plain[problem.y])
+            colsum = class_coefficients(alpha, problem.y, nu_plain).sum(axis=0)
             state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
             rho = cache.offset
             n_growths += 1
@@ -527,7 +527,7 @@ def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
     if len(moved) == 0:
         return out, F
     dbeta = np.zeros_like(F)
-    dbeta[moved] = np.einsum("ip,ipc->ic", out[moved] - alpha[moved], problem.nu[problem.y[moved]])
+    dbeta[moved] = class_coefficients(out[moved] - alpha[moved], problem.y[moved], problem.nu)
     # Rows of k + ρ: from the cache where they are, else computed.
     change, covered = cache.cached_matmul(dbeta)
     missing = moved[~covered[moved]]
