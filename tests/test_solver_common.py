@@ -63,6 +63,8 @@ def test_sparse_nu_and_fast_tables_reproduce_nu(model):
             k = tables.nz_count[c, p]
             rebuilt[c, p, tables.nz_col[c, p, :k]] = tables.nz_val[c, p, :k]
     np.testing.assert_array_equal(rebuilt, nu)
+    # Compact: as wide as the fullest (class, slot), not Q wide.
+    assert tables.nz_col.shape[2] == max(1, tables.nz_count.max())
     if tables.fast is None:
         assert model in ("ats", "atm", "ova", "mmr")   # no ν_{y,s,·} = u_y − e_s structure
         return

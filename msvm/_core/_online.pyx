@@ -150,6 +150,7 @@ from msvm._core._steps cimport (
     _lazy_enable,
     _lazy_tick,
     _now,
+    _nu_dot,
     _nu_tables,
     _sigma_of,
     _solve_2d,
@@ -249,10 +250,10 @@ cdef class OnlineState:
         Number of training patterns of a ``fit`` (enables the per-pattern
         slot map and the caching of rows of non-support patterns), 0 for a
         stream.
-    M, Mdiag, gamma_t, active, slack, group_size, nubar : the machine tables
+    M, Mdiag, gamma_t, active, slack, group_size : the machine tables
         (M (QP, QP) or None: its rows computed from ν's non-zeros, Mdiag (Q, P),
         γ (Q, P), active (Q, P) uint8, slack (Q, P) int32, group sizes (Q, R)
-        int32, ν̄ (Q, P, Q)).
+        int32).
     nz_count, nz_col, nz_val, nu_mean, nu_col_start, nu_col_row, nu_col_val : ν's
         non-zeros by row and by column
         (:class:`msvm.solvers._common.MachineTables`).
@@ -282,8 +283,9 @@ cdef class OnlineState:
     cdef bint max_loss
     cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef const double[:, ::1] Mdiag
-    # Without the table, two computed rows of M (_mrow) and the row each holds (−1:
-    # none), from ν's non-zeros (nu_tables, pointing into nu_keep).
+    # ν's uncentred non-zeros and means (nu_tables, pointing into nu_keep): β's rows,
+    # a new pattern's gradient from its scores and, without the table, two computed
+    # rows of M (_mrow) and the row each holds (−1: none).
     cdef bint has_M
     cdef double[:, ::1] mrows
     cdef Py_ssize_t mrow_of[2]
@@ -293,23 +295,18 @@ cdef class OnlineState:
     cdef const unsigned char[:, ::1] act
     cdef const int[:, ::1] slk
     cdef const int[:, ::1] gsize
-    cdef const double[:, :, ::1] nubar
     cdef const double[:, ::1] gram
     cdef const int* pslk     # flat views of slk (Q·P)
     cdef int* nact           # active slots of each class: nact[y], alist[y·P + k]
     cdef int* alist
-    # uncentred ν non-zeros (β rows, and a new pattern's gradient from its scores)
-    cdef int* nzc            # Q·P
-    cdef int* nzcol          # Q·P·Q
-    cdef double* nzval       # Q·P·Q
-    cdef double* numean      # Q·P: mean_c ν_{y,p,c} for sum-to-zero machines, else 0
     cdef bint centred
 
     # ---- fast path (ν_{y,s,·} = u_y − e_s, slot s <-> class s: WW, CS, LLW, M-SVM²)
     cdef readonly bint fast
     cdef int* ucnt           # Q: non-zeros of u_y
-    cdef int* ucol           # Q·Q
-    cdef double* uval        # Q·Q
+    cdef Py_ssize_t uw       # the most non-zeros of any u_y
+    cdef int* ucol           # Q·uw
+    cdef double* uval        # Q·uw
     cdef double* kap         # Q: mean_c u_y,c − 1/Q when sum-to-zero, else 0
     cdef Py_ssize_t n_words  # ⌈P/64⌉: words of a slot mask
     cdef mask_t* masks       # 3·n_words: _rescan's active, may-increase and α > 0 masks
@@ -445,10 +442,6 @@ cdef class OnlineState:
         free(self.Fq)
         free(self.nact)
         free(self.alist)
-        free(self.nzc)
-        free(self.nzcol)
-        free(self.nzval)
-        free(self.numean)
         free(self.ucnt)
         free(self.ucol)
         free(self.uval)
@@ -467,7 +460,7 @@ cdef class OnlineState:
 
     def __init__(self, int layout, Py_ssize_t n_features, int kernel_code, double gamma,
                  double degree, double coef0, gram, Py_ssize_t n_gid, M, Mdiag, gamma_t, active,
-                 slack, group_size, nubar, nz_count, nz_col, nz_val, nu_mean, nu_col_start,
+                 slack, group_size, nz_count, nz_col, nz_val, nu_mean, nu_col_start,
                  nu_col_row, nu_col_val, double C,
                  double shift, double tol, int strategy, double budget_mb,
                  unsigned long long seed, double kcost=1.0, double beta=0.05, double eta=0.05,
@@ -487,21 +480,20 @@ cdef class OnlineState:
         self.kcoef0 = coef0
         if layout == GRAM:
             self.gram = gram
+        self.nu_keep = _nu_tables(&self.nu_tables, gamma_t.shape[0], gamma_t.shape[1],
+                                  nz_count, nz_col, nz_val, nu_mean, nu_col_start,
+                                  nu_col_row, nu_col_val)
         self.has_M = M is not None
         if self.has_M:
             self.M = M
         else:
             self.mrows = np.zeros((2, gamma_t.shape[0] * gamma_t.shape[1]))
             self.mrow_of[0] = self.mrow_of[1] = -1
-            self.nu_keep = _nu_tables(&self.nu_tables, gamma_t.shape[0], gamma_t.shape[1],
-                                      nz_count, nz_col, nz_val, nu_mean, nu_col_start,
-                                      nu_col_row, nu_col_val)
         self.Mdiag = Mdiag
         self.gam = gamma_t
         self.act = active
         self.slk = slack
         self.gsize = group_size
-        self.nubar = nubar
         self.Q = gamma_t.shape[0]
         self.P = gamma_t.shape[1]
         self.QP = self.Q * self.P
@@ -545,10 +537,6 @@ cdef class OnlineState:
             for g in range(n_gid):
                 self.gid_slot[g] = -1
         self.centred = centred
-        self.nzc = <int*> malloc(self.QP * sizeof(int))
-        self.nzcol = <int*> malloc(self.QP * self.Q * sizeof(int))
-        self.nzval = <double*> malloc(self.QP * self.Q * sizeof(double))
-        self.numean = <double*> malloc(self.QP * sizeof(double))
         self.pcol = <int*> malloc(2 * self.Q * sizeof(int))
         self.pw0 = <double*> malloc(2 * self.Q * sizeof(double))
         self.pw1 = <double*> malloc(2 * self.Q * sizeof(double))
@@ -557,20 +545,9 @@ cdef class OnlineState:
         self.pf_q = <double*> malloc(PREFETCH * max(self.d, 1) * sizeof(double))
         self.pf_cap = 0
         self.pf_n = 0
-        if (self.nzc == NULL or self.nzcol == NULL or self.nzval == NULL or self.numean == NULL
-                or self.pcol == NULL or self.pw0 == NULL or self.pw1 == NULL
+        if (self.pcol == NULL or self.pw0 == NULL or self.pw1 == NULL
                 or self.pf_pos == NULL or self.pf_len == NULL or self.pf_q == NULL):
             raise MemoryError()
-        nzc_a = np.ascontiguousarray(nz_count, dtype=np.int32).ravel()
-        nzcol_a = np.ascontiguousarray(nz_col, dtype=np.int32).ravel()
-        nzval_a = np.ascontiguousarray(nz_val, dtype=np.float64).ravel()
-        numean_a = np.ascontiguousarray(nu_mean, dtype=np.float64).ravel()
-        for k in range(self.QP):
-            self.nzc[k] = nzc_a[k]
-            self.numean[k] = numean_a[k]
-        for k in range(self.QP * self.Q):
-            self.nzcol[k] = nzcol_a[k]
-            self.nzval[k] = nzval_a[k]
         self.fast = fast is not None
         self.block_steps = self.fast
         _lazy_enable(&self.lazy, self.fast, LAZY_WINDOW_ONLINE)
@@ -578,8 +555,9 @@ cdef class OnlineState:
             if self.P != self.Q:
                 raise ValueError("The fast path needs one slot per class.")
             self.ucnt = <int*> malloc(self.Q * sizeof(int))
-            self.ucol = <int*> malloc(self.Q * self.Q * sizeof(int))
-            self.uval = <double*> malloc(self.Q * self.Q * sizeof(double))
+            self.uw = fast["u_col"].shape[1]
+            self.ucol = <int*> malloc(self.Q * self.uw * sizeof(int))
+            self.uval = <double*> malloc(self.Q * self.uw * sizeof(double))
             self.kap = <double*> malloc(self.Q * sizeof(double))
             self.n_words = (self.P + 63) // 64
             self.masks = <mask_t*> malloc(3 * self.n_words * sizeof(mask_t))
@@ -593,9 +571,9 @@ cdef class OnlineState:
             for g in range(self.Q):
                 self.ucnt[g] = ucnt_a[g]
                 self.kap[g] = kap_a[g]
-                for c in range(self.Q):
-                    self.ucol[g * self.Q + c] = ucol_a[g * self.Q + c]
-                    self.uval[g * self.Q + c] = uval_a[g * self.Q + c]
+                for c in range(self.uw):
+                    self.ucol[g * self.uw + c] = ucol_a[g * self.uw + c]
+                    self.uval[g * self.uw + c] = uval_a[g * self.uw + c]
         if layout == SPARSE:
             self.work = <double*> malloc(max(self.d, 1) * sizeof(double))
             if self.work == NULL:
@@ -946,8 +924,8 @@ cdef class OnlineState:
 
     cdef inline void _sigma(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.lab[e], Q = self.Q
-        self.ext[e].sig = _sigma_of(self.F + e * Q, self.ucnt[y], self.ucol + y * Q,
-                                    self.uval + y * Q,
+        self.ext[e].sig = _sigma_of(self.F + e * Q, self.ucnt[y], self.ucol + y * self.uw,
+                                    self.uval + y * self.uw,
                                     self.kap[y] * self.S[e] if self.centred else 0.0)
 
     cdef void _rescan(self, Py_ssize_t e) noexcept nogil:
@@ -1172,10 +1150,9 @@ cdef class OnlineState:
                 self.G[t * P + k] = 0.0
                 continue
             v = -self.gam[y, k]
-            for c in range(self.nzc[y * P + k]):
-                v += self.nzval[(y * P + k) * Q + c] * self.Fq[self.nzcol[(y * P + k) * Q + c]]
+            v += _nu_dot(&self.nu_tables, y * P + k, self.Fq)
             if self.centred:
-                v -= self.numean[y * P + k] * sq
+                v -= self.nu_tables.nu_mean[y * P + k] * sq
             self.G[t * P + k] = v
         self._scan(t)
         return t
@@ -1567,15 +1544,16 @@ cdef class OnlineState:
         The deltas are kept per changed column (uncentred ν non-zeros), in
         ``pw0`` for b0's row and ``pw1`` for b1's, with their class sums in dS0/dS1.
         """
-        cdef Py_ssize_t Q = self.Q, base = (self.lab[e] * self.P + s) * Q, m
+        cdef Py_ssize_t Q = self.Q, m
+        cdef Py_ssize_t base = (self.lab[e] * self.P + s) * self.nu_tables.width
         cdef int j, u, at, c
         cdef double dv, kv, tot = 0.0
         cdef double* w = self.pw0 if e == self.blk0 else self.pw1
         if v == 0:
             return
-        for j in range(self.nzc[base // Q]):
-            c = self.nzcol[base + j]
-            dv = v * self.nzval[base + j]
+        for j in range(self.nu_tables.nz_count[self.lab[e] * self.P + s]):
+            c = self.nu_tables.nz_col[base + j]
+            dv = v * self.nu_tables.nz_val[base + j]
             self.B[e * Q + c] += dv
             tot += dv
             at = -1

@@ -461,7 +461,7 @@ cdef class S2DOState:
         Slack group of each slot, −1 for no upper bound (or inactive).
     group_size : int32 (Q, R)
         Number of active slots of each slack group.
-    nz_count : int32 (Q, P); nz_col : int32 (Q, P, Q); nz_val : float64 (Q, P, Q)
+    nz_count : int32 (Q, P); nz_col : int32 (Q, P, K); nz_val : float64 (Q, P, K)
         Non-zeros of the uncentred ν_{y,p,·}.
     nu_mean : float64 (Q, P)
         mean_c ν_{y,p,c} for sum-to-zero machines, else zeros.
@@ -1722,6 +1722,7 @@ cdef class S2DOState:
         cdef const int* ucnt = &self.u_cnt[0]
         cdef const int* ucol = &self.u_col[0, 0]
         cdef const double* uval = &self.u_val[0, 0]
+        cdef Py_ssize_t uw = self.u_col.shape[1]
         cdef const double* kap = &self.kappa[0]
         if by_work and e1 > self.n_work:
             e1 = self.n_work
@@ -1744,7 +1745,7 @@ cdef class S2DOState:
             y = ex[e].y
             v = 0.0
             for j in range(ucnt[y]):
-                v += uval[y * Q + j] * Fe[ucol[y * Q + j]]
+                v += uval[y * uw + j] * Fe[ucol[y * uw + j]]
             if centred:
                 v -= kap[y] * S[e]
             if ex[e].bslot < 0:

@@ -362,9 +362,10 @@ cdef inline void _extremes(const double* Fe, const double* gam, Py_ssize_t P,
 cdef struct NuTables:
     Py_ssize_t Q
     Py_ssize_t P
+    Py_ssize_t width          # the most non-zeros any row of ν has
     const int* nz_count       # (Q·P): the non-zeros of each row of ν ...
-    const int* nz_col         # (Q·P, Q)
-    const double* nz_val      # (Q·P, Q)
+    const int* nz_col         # (Q·P, width)
+    const double* nz_val      # (Q·P, width)
     const double* nu_mean     # (Q·P)
     const int* col_start      # (Q + 1): ... and of each column c of ν
     const int* col_row
@@ -379,6 +380,7 @@ cdef inline tuple _nu_tables(NuTables* t, Py_ssize_t Q, Py_ssize_t P,
     """Point t at the tables; returns the arrays to keep alive as long as t is used."""
     t.Q = Q
     t.P = P
+    t.width = nz_col.shape[2]
     t.nz_count = &nz_count[0, 0]
     t.nz_col = &nz_col[0, 0, 0]
     t.nz_val = &nz_val[0, 0, 0]
@@ -389,6 +391,15 @@ cdef inline tuple _nu_tables(NuTables* t, Py_ssize_t Q, Py_ssize_t P,
     return (nz_count, nz_col, nz_val, nu_mean, col_start, col_row, col_val)
 
 
+cdef inline double _nu_dot(const NuTables* t, Py_ssize_t yp, const double* f) noexcept nogil:
+    """Σ_c ν_{yp,c} f_c over the row's non-zeros."""
+    cdef int k
+    cdef double v = 0.0
+    for k in range(t.nz_count[yp]):
+        v += t.nz_val[yp * t.width + k] * f[t.nz_col[yp * t.width + k]]
+    return v
+
+
 cdef inline void _scatter_nu(const NuTables* t, double* row, Py_ssize_t yp,
                              bint add) noexcept nogil:
     """row += Σ_c ν_{yp,c} ν_{·,c}, scattered from ν's columns (add), or those entries
@@ -396,8 +407,8 @@ cdef inline void _scatter_nu(const NuTables* t, double* row, Py_ssize_t yp,
     cdef int k, u, c
     cdef double v
     for k in range(t.nz_count[yp]):
-        c = t.nz_col[yp * t.Q + k]
-        v = t.nz_val[yp * t.Q + k]
+        c = t.nz_col[yp * t.width + k]
+        v = t.nz_val[yp * t.width + k]
         for u in range(t.col_start[c], t.col_start[c + 1]):
             if add:
                 row[t.col_row[u]] += v * t.col_val[u]

@@ -78,8 +78,9 @@ class MachineTables:
         quadratic loss (no upper bound).
     group_size : int32 (Q, max(R, 1))
         Active slots per slack group.
-    nz_count, nz_col, nz_val : int32 (Q, P), int32 (Q, P, Q), float64 (Q, P, Q)
-        The non-zeros of the uncentred ν of the active slots, per (class, slot).
+    nz_count, nz_col, nz_val : int32 (Q, P), int32 (Q, P, K), float64 (Q, P, K)
+        The non-zeros of the uncentred ν of the active slots, per (class, slot),
+        left-aligned; K is the most any (class, slot) has (2 for WW and CS).
     nu_mean : float64 (Q, P)
         mean_c ν_{y,p,c} for sum-to-zero machines (the gradient from
         uncentred scores), else zeros.
@@ -199,8 +200,8 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         slack=np.ascontiguousarray(slack),
         group_size=group_size,
         nz_count=nz_count,
-        nz_col=nz_col.reshape(Q, P, Q),
-        nz_val=nz_val.reshape(Q, P, Q),
+        nz_col=nz_col.reshape(Q, P, -1),
+        nz_val=nz_val.reshape(Q, P, -1),
         nu_mean=np.ascontiguousarray(nu_mean),
         nu_col_start=np.searchsorted(cols[order], np.arange(Q + 1)).astype(np.int32),
         nu_col_row=rows[order].astype(np.int32),
@@ -212,11 +213,16 @@ def machine_tables(machine: Machine, *, fast: bool = True,
 
 
 def _nonzeros(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, its non-zero columns and values, left-aligned and zero-padded."""
-    nonzero = rows != 0
-    order = np.argsort(~nonzero, axis=1, kind="stable")   # non-zeros first, in order
-    cols = np.where(np.take_along_axis(nonzero, order, axis=1), order, 0)
-    return cols.astype(np.int32), np.take_along_axis(rows, order, axis=1)
+    """Per row, its non-zero columns and values in order, left-aligned and zero-padded
+    to the most any row has (at least one)."""
+    row, col = np.nonzero(rows)                       # by row, then by column
+    count = np.bincount(row, minlength=len(rows))
+    rank = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
+    cols = np.zeros((len(rows), max(1, int(count.max(initial=0)))), dtype=np.int32)
+    vals = np.zeros(cols.shape)
+    cols[row, rank] = col
+    vals[row, rank] = rows[row, col]
+    return cols, vals
 
 
 def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> dict | None:

@@ -190,11 +190,11 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
 
 def _tables(machine: Machine, fast: bool) -> dict:
     """The machine tables (:func:`~msvm.solvers._common.machine_tables`) as ``OnlineState``
-    takes them: with ν̄, the slot targets named ``gamma_t``."""
+    takes them: the slot targets named ``gamma_t``."""
     tables = machine_tables(machine, fast=fast, max_shared_groups=1)
     arrays = tables.shared()
     arrays["gamma_t"] = arrays.pop("gamma")
-    return dict(arrays, nubar=tables.nubar, fast=tables.fast, centred=tables.centred)
+    return dict(arrays, fast=tables.fast, centred=tables.centred)
 
 
 def _state_features(X):
