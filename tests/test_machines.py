@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
+from msvm.kernels import Kernel
 from msvm.machines import MACHINES, make_machine
+from msvm.problem import DualProblem
 
 from problem_factory import FAMILY, MODELS, blobs, make_problem
 
@@ -69,6 +71,19 @@ def test_equality_constraints_have_rank_q_minus_one(model):
     assert problem.equality_basis.shape == (4, 3)
     # b in span(U) is orthogonal to the all-ones direction for every other machine.
     np.testing.assert_allclose(problem.equality_basis.sum(axis=0), 0, atol=1e-12)
+
+
+@pytest.mark.parametrize("model", MODELS + FAMILY)
+def test_equality_basis_is_an_orthonormal_basis_of_the_nu_vectors(model):
+    """U spans exactly the ν̄ vectors of the labels present (its rank is theirs)."""
+    X, y = blobs(1, 4, 40)
+    y[y == 3] = 2                                   # a class with no examples
+    problem = DualProblem(make_machine(model, 4), y, Kernel(X, "rbf", gamma=0.5), 1.0, True)
+    U = problem.equality_basis
+    vecs = problem.nu[[0, 1, 2]][problem.machine.active[[0, 1, 2]]]
+    assert U.shape[1] == np.linalg.matrix_rank(vecs)
+    np.testing.assert_allclose(U.T @ U, np.eye(U.shape[1]), atol=1e-12)
+    np.testing.assert_allclose(vecs @ U @ U.T, vecs, atol=1e-12)
 
 
 @pytest.mark.parametrize("Q", [2, 3, 5])
