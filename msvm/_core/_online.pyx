@@ -1544,14 +1544,14 @@ cdef class OnlineState:
         The deltas are kept per changed column (uncentred ν non-zeros), in
         ``pw0`` for b0's row and ``pw1`` for b1's, with their class sums in dS0/dS1.
         """
-        cdef Py_ssize_t Q = self.Q, m
-        cdef Py_ssize_t base = (self.lab[e] * self.P + s) * self.nu_tables.width
+        cdef Py_ssize_t Q = self.Q, m, yp = self.lab[e] * self.P + s
+        cdef Py_ssize_t base = yp * self.nu_tables.width
         cdef int j, u, at, c
         cdef double dv, kv, tot = 0.0
         cdef double* w = self.pw0 if e == self.blk0 else self.pw1
         if v == 0:
             return
-        for j in range(self.nu_tables.nz_count[self.lab[e] * self.P + s]):
+        for j in range(self.nu_tables.nz_count[yp]):
             c = self.nu_tables.nz_col[base + j]
             dv = v * self.nu_tables.nz_val[base + j]
             self.B[e * Q + c] += dv
