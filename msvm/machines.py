@@ -378,11 +378,13 @@ def make_machine(name: str, n_classes: int) -> Machine:
     if n_classes < 2:
         raise ValueError(f"A multi-class SVM needs at least 2 classes, got {n_classes}.")
     fields = MACHINES[name](n_classes)
-    nu = np.ascontiguousarray(fields.pop("nu"), dtype=np.float64)
+    # The builders return fresh arrays: ν (the machine's one Q³ array) is zeroed on the
+    # inactive slots in place, copied only when it is not a writable array of its own.
+    nu = np.require(fields.pop("nu"), dtype=np.float64, requirements=["C", "W", "O"])
     active = np.ascontiguousarray(fields.pop("active"), dtype=bool)
     gamma = np.where(active, fields.pop("gamma"), 0.0)
     slack = np.where(active, fields.pop("slack"), -1).astype(np.int32)
-    nu = nu * active[:, :, None]
+    nu *= active[:, :, None]
     return Machine(
         name=name,
         n_classes=n_classes,

@@ -173,7 +173,7 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     """
     Q, P = machine.n_classes, machine.n_slots
     active = machine.active
-    nubar = np.ascontiguousarray(machine.nu_centered * active[:, :, None])
+    nubar = _on_active_slots(machine.nu_centered, active)
     if full_M is None:
         full_M = full_M_table(machine)
     M = np.einsum("ypc,zqc->ypzq", nubar, nubar).reshape(Q * P, Q * P) if full_M else None
@@ -185,7 +185,7 @@ def machine_tables(machine: Machine, *, fast: bool = True,
                                                 > max_shared_groups):
         raise ValueError(f"This solver handles at most {max_shared_groups} shared slack "
                          "group(s) per class.")
-    nu = machine.nu * active[:, :, None]
+    nu = _on_active_slots(machine.nu, active)
     nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
     nz_col, nz_val = _nonzeros(nu.reshape(Q * P, Q))
     rows, cols = np.nonzero(nu.reshape(Q * P, Q))
@@ -210,6 +210,16 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         centred=bool(machine.sum_to_zero),
         fast=_fast_tables(machine, nu, group_size) if fast else None,
     )
+
+
+def _on_active_slots(nu: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """``nu`` (Q, P, Q) zeroed on the inactive slots, read-only: ``nu`` itself when it
+    is zero there already (every built-in machine), which saves a Q³ copy."""
+    if np.any(nu[~active]):
+        nu = nu * active[:, :, None]
+    out = np.ascontiguousarray(nu).view()
+    out.flags.writeable = False
+    return out
 
 
 def _nonzeros(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
