@@ -315,24 +315,36 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
 
 
 def _bias_from_primal(problem: DualProblem, alpha, F=None):
-    """b minimising the primal objective for the w given by α (used when KKT is silent)."""
+    """b minimising the primal objective for the w given by α (used when KKT is silent).
+
+    Nothing of size m·P·Q is formed: the quadratic loss's gradient sums its
+    multipliers by label first, and the hinge losses' linear program is posed in
+    b itself, whose rows hold ν's few non-zeros, with b kept in span(U) by
+    equalities on the complement.  For b in span(U) the uncentred ν gives the
+    same margins as ν̄ (a sum-to-zero machine's U is orthogonal to the ones).
+    """
+    from scipy.linalg import null_space
     from scipy.optimize import linprog, minimize
 
     U = problem.equality_basis
+    Q = problem.n_classes
     beta = problem.beta(alpha)
     if F is None:
         F = problem.scores(beta)
     F_plain = F - problem.kernel_shift[:, None] * beta
-    base = _margins(problem, F_plain, np.zeros(problem.n_classes))  # r at b = 0
+    base = _margins(problem, F_plain, np.zeros(Q))  # r at b = 0
     w = problem.sample_weight
-    nu = problem.equality_directions[problem.y]
     if problem.machine.loss == "squared":
+        directions = problem.equality_directions              # (Q, P, r)
+
         def loss_and_grad(lam):
-            r = np.where(problem.active, base - nu @ lam, -np.inf)
+            r = np.where(problem.active, base - (directions @ lam)[problem.y], -np.inf)
             xi = _squared_slacks(r)
             # Envelope theorem: ∂loss/∂r_k is the multiplier 2(ξ_k + Σ ξ) where ξ_k = r_k.
             mult = np.where(problem.active & (xi <= r), 2 * (xi + xi.sum(1, keepdims=True)), 0.0)
-            return _squared_loss(xi, w), -np.einsum("ip,ipr->r", w[:, None] * mult, nu)
+            by_label = np.zeros(directions.shape[:2])
+            np.add.at(by_label, problem.y, w[:, None] * mult)
+            return _squared_loss(xi, w), -np.einsum("yp,ypr->r", by_label, directions)
 
         lam = minimize(loss_and_grad, np.zeros(U.shape[1]), jac=True, method="L-BFGS-B",
                        options={"gtol": 1e-12, "ftol": 1e-15}).x
@@ -340,18 +352,24 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     import scipy.sparse as sp
 
     ii, pp = problem.flat_index()
-    n_slacks = problem.machine.n_slacks
-    r_dim = U.shape[1]
-    n_var = r_dim + problem.n_samples * n_slacks
-    # ξ_ir ≥ base_ip − ν̄_p·Uλ   ⇔   −ν̄_p·Uλ − ξ_ir ≤ −base_ip
-    lam_part = sp.csr_matrix(-nu[ii, pp])
+    n_xi = problem.n_samples * problem.machine.n_slacks
+    # ξ_ir ≥ base_ip − ν_p·b   ⇔   −ν_p·b − ξ_ir ≤ −base_ip, over the variables (b, ξ).
+    nu = sp.csr_matrix(problem.machine.nu.reshape(-1, Q))
+    b_part = -nu[problem.y[ii] * problem.n_slots + pp]
     xi_part = sp.csr_matrix((-np.ones(len(ii)), (np.arange(len(ii)), problem.slack_cell[ii, pp])),
-                            shape=(len(ii), n_var - r_dim))
-    A_ub = sp.hstack([lam_part, xi_part]).tocsr()
-    cost = np.concatenate([np.zeros(r_dim), np.repeat(w, n_slacks)])
-    bounds = [(None, None)] * r_dim + [(0, None)] * (n_var - r_dim)
-    res = linprog(cost, A_ub=A_ub, b_ub=-base[ii, pp], bounds=bounds, method="highs")
-    return U @ res.x[:r_dim]
+                            shape=(len(ii), n_xi))
+    complement = sp.csr_matrix(null_space(U.T).T)               # N b = 0: b in span(U)
+    lp = dict(c=np.concatenate([np.zeros(Q), np.repeat(w, problem.machine.n_slacks)]),
+              A_ub=sp.hstack([b_part, xi_part]).tocsr(), b_ub=-base[ii, pp],
+              A_eq=sp.hstack([complement, sp.csr_matrix((complement.shape[0], n_xi))]),
+              b_eq=np.zeros(complement.shape[0]),
+              bounds=[(None, None)] * Q + [(0, None)] * n_xi)
+    # The interior-point method (with its crossover to a vertex) solves these long,
+    # degenerate programs far faster than the simplex; the simplex is the fallback.
+    res = linprog(**lp, method="highs-ipm")
+    if res.status != 0:
+        res = linprog(**lp, method="highs")
+    return U @ (U.T @ res.x[:Q])
 
 
 def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from msvm.diagnostics import (
+    _bias_from_primal,
     _project,
     _project_capped_simplex,
     _squared_slacks,
@@ -145,15 +146,21 @@ def test_bias_from_kkt_matches_the_solver_multipliers(model):
     np.testing.assert_allclose(d.b, solution.b, atol=1e-7)
 
 
-@pytest.mark.parametrize("model", ["ww", "llw"])
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "ova", "adm"])
 def test_bias_from_primal_minimises_the_primal_when_kkt_is_silent(model):
-    # A tiny C puts every variable at its bound: no free variable determines b.
+    # A tiny C puts every variable at its bound: for WW and LLW no free variable
+    # determines b.  The others (shared slacks, OvA's empty complement of span(U))
+    # call the primal route directly.
     X, y = blobs(7, 3, 30, spread=4.0)
     problem = make_problem(model, X, y, C=1e-3, bias=True)
     alpha = get_solver("osqp").solve(problem).alpha
-    grad = problem.gradient(alpha)
-    b, method = bias_from_kkt(problem, alpha, grad)
-    assert method == "primal"
+    if model in ("ww", "llw"):
+        b, method = bias_from_kkt(problem, alpha, problem.gradient(alpha))
+        assert method == "primal"
+    else:
+        b = _bias_from_primal(problem, alpha)
+    U = problem.equality_basis
+    np.testing.assert_allclose(b, U @ (U.T @ b), atol=1e-12)   # b lies in span(U)
     best, _ = primal_objective(problem, alpha, b)
     rng = np.random.default_rng(0)
     for _ in range(20):
