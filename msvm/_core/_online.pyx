@@ -1149,8 +1149,7 @@ cdef class OnlineState:
             if not self.act[y, k]:
                 self.G[t * P + k] = 0.0
                 continue
-            v = -self.gam[y, k]
-            v += _nu_dot(&self.nu_tables, y * P + k, self.Fq)
+            v = _nu_dot(&self.nu_tables, y * P + k, self.Fq, -self.gam[y, k])
             if self.centred:
                 v -= self.nu_tables.nu_mean[y * P + k] * sq
             self.G[t * P + k] = v

@@ -228,6 +228,7 @@ from msvm._core._steps cimport (
     _lazy_tick,
     _member,
     _now,
+    _nu_dot,
     _nu_tables,
     _sigma_of,
     _solve_2d,
@@ -494,9 +495,9 @@ cdef class S2DOState:
     cdef Py_ssize_t[::1] work_idx
     cdef const double[:, ::1] M     # the (QP)² coupling table, or None (has_M false)
     cdef const double[:, ::1] Mdiag
-    # Without the table, the last row of M computed (_mrow) and its row index
-    # y·P + p (−1: none yet), from ν's non-zeros by row and by column (nu_tables,
-    # pointing into nu_keep).
+    # ν's non-zeros by row and by column (nu_tables, pointing into nu_keep): the generic
+    # gradients and, without the table, the last row of M computed (_mrow) and its row
+    # index y·P + p (−1: none yet).
     cdef bint has_M
     cdef double[::1] mrow
     cdef Py_ssize_t mrow_of
@@ -674,6 +675,8 @@ cdef class S2DOState:
         self.P = alpha.shape[1]
         self.Q = gamma.shape[0]
         self.R = max(int(group_size.shape[1]), 1)
+        self.nu_keep = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
+                                  nu_mean, nu_col_start, nu_col_row, nu_col_val)
         self.has_M = M is not None
         self.Mdiag = Mdiag
         if self.has_M:
@@ -682,8 +685,6 @@ cdef class S2DOState:
             # Rows of M from ν's non-zeros (_coupling_row): O(Q²) memory instead of O(Q⁴).
             self.mrow = np.zeros(self.Q * self.P)
             self.mrow_of = -1
-            self.nu_keep = _nu_tables(&self.nu_tables, self.Q, self.P, nz_count, nz_col, nz_val,
-                                      nu_mean, nu_col_start, nu_col_row, nu_col_val)
         self.gamma = gamma
         self.active = active
         self.slack = slack
@@ -855,14 +856,11 @@ cdef class S2DOState:
 
     cdef void _gradient(self, Py_ssize_t e) noexcept nogil:
         cdef Py_ssize_t y = self.y[e], q
-        cdef int k
         cdef double g
         for q in range(self.P):
             if not self.active[y, q]:
                 continue
-            g = -self.gamma[y, q]
-            for k in range(self.nz_count[y, q]):
-                g += self.nz_val[y, q, k] * self.F[e, self.nz_col[y, q, k]]
+            g = _nu_dot(&self.nu_tables, y * self.P + q, &self.F[e, 0], -self.gamma[y, q])
             if self.centred:
                 g -= self.nu_mean[y, q] * self.S[e]
             self.G[e, q] = g

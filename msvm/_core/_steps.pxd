@@ -391,10 +391,10 @@ cdef inline tuple _nu_tables(NuTables* t, Py_ssize_t Q, Py_ssize_t P,
     return (nz_count, nz_col, nz_val, nu_mean, col_start, col_row, col_val)
 
 
-cdef inline double _nu_dot(const NuTables* t, Py_ssize_t yp, const double* f) noexcept nogil:
-    """Σ_c ν_{yp,c} f_c over the row's non-zeros."""
+cdef inline double _nu_dot(const NuTables* t, Py_ssize_t yp, const double* f,
+                           double v) noexcept nogil:
+    """v + Σ_c ν_{yp,c} f_c over the row's non-zeros, added to v one by one."""
     cdef int k
-    cdef double v = 0.0
     for k in range(t.nz_count[yp]):
         v += t.nz_val[yp * t.width + k] * f[t.nz_col[yp * t.width + k]]
     return v

@@ -186,10 +186,10 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         raise ValueError(f"This solver handles at most {max_shared_groups} shared slack "
                          "group(s) per class.")
     nu = _on_active_slots(machine.nu, active)
-    nz_count = np.count_nonzero(nu, axis=2).astype(np.int32)
-    nz_col, nz_val = _nonzeros(nu.reshape(Q * P, Q))
-    rows, cols = np.nonzero(nu.reshape(Q * P, Q))
-    order = np.argsort(cols, kind="stable")
+    flat = nu.reshape(Q * P, Q)
+    rows, cols = np.nonzero(flat)                       # by row, then by column
+    nz_count, nz_col, nz_val = _nonzeros(flat, rows, cols)
+    order = np.argsort(cols, kind="stable")             # the same non-zeros by column
     nu_mean = nu.mean(axis=2) if machine.sum_to_zero else np.zeros((Q, P))
     return MachineTables(
         M=None if M is None else np.ascontiguousarray(M),
@@ -199,13 +199,13 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         active=np.ascontiguousarray(active, dtype=np.uint8),
         slack=np.ascontiguousarray(slack),
         group_size=group_size,
-        nz_count=nz_count,
+        nz_count=nz_count.reshape(Q, P),
         nz_col=nz_col.reshape(Q, P, -1),
         nz_val=nz_val.reshape(Q, P, -1),
         nu_mean=np.ascontiguousarray(nu_mean),
         nu_col_start=np.searchsorted(cols[order], np.arange(Q + 1)).astype(np.int32),
         nu_col_row=rows[order].astype(np.int32),
-        nu_col_val=nu.reshape(Q * P, Q)[rows, cols][order],
+        nu_col_val=flat[rows, cols][order],
         nubar=nubar,
         centred=bool(machine.sum_to_zero),
         fast=_fast_tables(machine, nu, group_size) if fast else None,
@@ -222,17 +222,18 @@ def _on_active_slots(nu: np.ndarray, active: np.ndarray) -> np.ndarray:
     return out
 
 
-def _nonzeros(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, its non-zero columns and values in order, left-aligned and zero-padded
-    to the most any row has (at least one)."""
-    row, col = np.nonzero(rows)                       # by row, then by column
-    count = np.bincount(row, minlength=len(rows))
+def _nonzeros(matrix: np.ndarray, row: np.ndarray,
+              col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``matrix``, the count of its non-zeros (``np.nonzero``'s ``row``, ``col``)
+    and their columns and values in order, left-aligned and zero-padded to the most any
+    row has (at least one)."""
+    count = np.bincount(row, minlength=len(matrix))
     rank = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
-    cols = np.zeros((len(rows), max(1, int(count.max(initial=0)))), dtype=np.int32)
+    cols = np.zeros((len(matrix), max(1, int(count.max(initial=0)))), dtype=np.int32)
     vals = np.zeros(cols.shape)
     cols[row, rank] = col
-    vals[row, rank] = rows[row, col]
-    return cols, vals
+    vals[row, rank] = matrix[row, col]
+    return count.astype(np.int32), cols, vals
 
 
 def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> dict | None:
@@ -254,9 +255,9 @@ def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> di
         n_active = machine.active.sum(axis=1)
         if group_size.shape[1] != 1 or np.any(group_size[:, 0] != n_active):
             return None
-    u_col, u_val = _nonzeros(u)
+    u_cnt, u_col, u_val = _nonzeros(u, *np.nonzero(u))
     kappa = u.mean(axis=1) - 1.0 / Q if machine.sum_to_zero else np.zeros(Q)
-    return dict(u_cnt=np.count_nonzero(u, axis=1).astype(np.int32), u_col=u_col, u_val=u_val,
+    return dict(u_cnt=u_cnt, u_col=u_col, u_val=u_val,
                 kappa=np.ascontiguousarray(kappa))
 
 
