@@ -24,8 +24,10 @@ Definitions (for a machine of the unified table, see :mod:`msvm.machines`):
   positive variables are equal, (ν̄_p − ν̄_q)·b = −(g_p − g_q).  b is the
   least-squares solution of these equations in span(U) (the directions the
   constraints see, which also fixes the gauge of WW and CS).  When they do
-  not determine b, b minimises the primal objective for the given w, a
-  small LP solved with HiGHS (hinge) or a smooth convex problem (squared).
+  not determine b (every variable at a bound, as with a tiny C), the hinge
+  machines take the b that leaves every KKT inequality the most room, as
+  libsvm takes the middle of b's interval (a linear program in b, solved
+  with HiGHS); the M-SVM² minimises its smooth primal over b.
 * **KKT residuals** per constraint family, scaled by the largest capacity
   C max_i w_i (C without weights; max(1, max α) for
   the M-SVM², which has no upper bound): ``stationarity`` is the natural
@@ -42,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from msvm.problem import DualProblem, DualSolution
 
@@ -196,21 +199,25 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray,
     if len(positive) == 0:
         return None
     # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
-    # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.
+    # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.  A's
+    # columns are Uᵀν_{y,p} (the uncentred ν: U is orthogonal to the ones wherever ν
+    # is centred), so A P Aᵀ = Uᵀ (NᵀN) U with N the sparse rows ν_{y,p} (centred
+    # over each full group), never the dense r × (positive variables) matrix.
     i, p = np.divmod(positive, problem.n_slots)
-    At = problem.equality_directions[problem.y[i], p].T
+    Q = problem.n_classes
+    N = sp.csr_matrix(problem.machine.nu.reshape(-1, Q))[problem.y[i] * problem.n_slots + p]
     hinge = problem.machine.loss == "hinge"
     if hinge:
-        full = problem.group_sums(out)[i, p] >= cap[i] * (1 - 1e-12)
+        full = np.flatnonzero(problem.group_sums(out)[i, p] >= cap[i] * (1 - 1e-12))
         groups, inverse = np.unique(problem.slack_cell[i[full], p[full]], return_inverse=True)
-        count = np.bincount(inverse, minlength=len(groups))
-        mean = np.zeros((At.shape[0], len(groups)))
-        for k in range(At.shape[0]):
-            mean[k] = np.bincount(inverse, weights=At[k, full], minlength=len(groups)) / count
-        At[:, full] -= mean[:, inverse]
-    lam = np.linalg.lstsq(At @ At.T, -residual, rcond=None)[0]
+        member = sp.csr_matrix((np.ones(len(full)), (full, inverse)),
+                               shape=(len(positive), len(groups)))
+        mean = sp.diags(1.0 / np.bincount(inverse, minlength=len(groups))) @ (member.T @ N)
+        N = (N - member @ mean).tocsr()
+    U = problem.equality_basis
+    lam = np.linalg.lstsq(U.T @ (N.T @ N).toarray() @ U, -residual, rcond=None)[0]
     flat = out.reshape(-1)
-    flat[positive] += At.T @ lam
+    flat[positive] += N @ (U @ lam)
     if np.any(flat[positive] < 0):
         return None
     if hinge and np.any(problem.slack_sums(out) > cap[:, None] * (1 + 1e-12)):
@@ -277,7 +284,13 @@ def primal_objective(problem: DualProblem, alpha, b, F=None):
 
 
 def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
-    """b from the KKT conditions; returns (b, method) with method 'kkt' or 'primal'."""
+    """b from the KKT conditions; returns (b, method).
+
+    method is 'kkt' (the equalities of the free variables determine b),
+    'centre' (hinge loss: the middle of the b the inequalities allow, see
+    :func:`_bias_from_centre`), 'primal' (quadratic loss: b minimises the primal)
+    or 'none' (no bias).
+    """
     Q = problem.n_classes
     if not problem.fit_intercept or problem.equality_basis.shape[1] == 0:
         return np.zeros(Q), "none"
@@ -311,20 +324,18 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     if Amat.shape[0] and np.linalg.matrix_rank(Amat, tol=1e-8) == U.shape[1]:
         lam = np.linalg.lstsq(Amat, bvec, rcond=None)[0]
         return U @ lam, "kkt"
+    if hinge:
+        return _bias_from_centre(problem, alpha, grad, Amat, bvec), "centre"
     return _bias_from_primal(problem, alpha, F), "primal"
 
 
 def _bias_from_primal(problem: DualProblem, alpha, F=None):
-    """b minimising the primal objective for the w given by α (used when KKT is silent).
+    """b minimising the primal objective for the w given by α (quadratic loss).
 
-    Nothing of size m·P·Q is formed: the quadratic loss's gradient sums its
-    multipliers by label first, and the hinge losses' linear program is posed in
-    b itself, whose rows hold ν's few non-zeros, with b kept in span(U) by
-    equalities on the complement.  For b in span(U) the uncentred ν gives the
-    same margins as ν̄ (a sum-to-zero machine's U is orthogonal to the ones).
+    The loss is smooth and convex in λ (b = Uλ); L-BFGS minimises it.  Nothing of
+    size m·P·Q is formed: the gradient sums the multipliers by label first.
     """
-    from scipy.linalg import null_space
-    from scipy.optimize import linprog, minimize
+    from scipy.optimize import minimize
 
     U = problem.equality_basis
     Q = problem.n_classes
@@ -334,42 +345,127 @@ def _bias_from_primal(problem: DualProblem, alpha, F=None):
     F_plain = F - problem.kernel_shift[:, None] * beta
     base = _margins(problem, F_plain, np.zeros(Q))  # r at b = 0
     w = problem.sample_weight
-    if problem.machine.loss == "squared":
-        directions = problem.equality_directions              # (Q, P, r)
+    directions = problem.equality_directions              # (Q, P, r)
 
-        def loss_and_grad(lam):
-            r = np.where(problem.active, base - (directions @ lam)[problem.y], -np.inf)
-            xi = _squared_slacks(r)
-            # Envelope theorem: ∂loss/∂r_k is the multiplier 2(ξ_k + Σ ξ) where ξ_k = r_k.
-            mult = np.where(problem.active & (xi <= r), 2 * (xi + xi.sum(1, keepdims=True)), 0.0)
-            by_label = np.zeros(directions.shape[:2])
-            np.add.at(by_label, problem.y, w[:, None] * mult)
-            return _squared_loss(xi, w), -np.einsum("yp,ypr->r", by_label, directions)
+    def loss_and_grad(lam):
+        r = np.where(problem.active, base - (directions @ lam)[problem.y], -np.inf)
+        xi = _squared_slacks(r)
+        # Envelope theorem: ∂loss/∂r_k is the multiplier 2(ξ_k + Σ ξ) where ξ_k = r_k.
+        mult = np.where(problem.active & (xi <= r), 2 * (xi + xi.sum(1, keepdims=True)), 0.0)
+        by_label = np.zeros(directions.shape[:2])
+        np.add.at(by_label, problem.y, w[:, None] * mult)
+        return _squared_loss(xi, w), -np.einsum("yp,ypr->r", by_label, directions)
 
-        lam = minimize(loss_and_grad, np.zeros(U.shape[1]), jac=True, method="L-BFGS-B",
-                       options={"gtol": 1e-12, "ftol": 1e-15}).x
-        return U @ lam
-    import scipy.sparse as sp
+    lam = minimize(loss_and_grad, np.zeros(U.shape[1]), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15}).x
+    return U @ lam
 
-    ii, pp = problem.flat_index()
-    n_xi = problem.n_samples * problem.machine.n_slacks
-    # ξ_ir ≥ base_ip − ν_p·b   ⇔   −ν_p·b − ξ_ir ≤ −base_ip, over the variables (b, ξ).
+
+def _kkt_conditions(problem: DualProblem, alpha, grad):
+    """The hinge KKT conditions as rows c + a·b ≤ 0, grouped by the a they share.
+
+    The conditions are those :func:`kkt_violation` measures, written with
+    G = grad + ν·b: G_ip ≤ 0 for a positive variable ("down"), −G_ip ≤ 0 for
+    one that may grow ("up"), and G_ip − G_iq ≤ 0 for a positive p and any q
+    of a slack group at capacity ("swap").  a depends only on the label and
+    the slots (a = ±ν_{y,p}, or ν_{y,p} − ν_{y,q}), so of the conditions that
+    share one only the largest c binds.  Returns (y, p, q, sign, c) per row,
+    q = −1 and sign = ±1 for a single slot, sign = 0 for a swap.
+    """
+    tol = _zero_tol(problem)
+    positive = (alpha > tol[:, None]) & problem.active
+    P = problem.n_slots
+    keys, values = [], []
+
+    def add(kind, i, p, q, c):
+        keys.append(((kind * problem.n_classes + problem.y[i]) * P + p) * (P + 1) + q + 1)
+        values.append(c)
+
+    if problem.machine.own_slacks:
+        full = alpha >= (problem.capacity - tol)[:, None]
+        i, p = np.nonzero(positive)
+        add(0, i, p, -1, grad[i, p])
+        i, p = np.nonzero(problem.active & ~full)
+        add(1, i, p, -1, -grad[i, p])
+    else:
+        sums = problem.slack_sums(alpha)
+        for r, member in enumerate(_group_masks(problem)):
+            full = sums[:, r] >= problem.capacity - tol
+            i, p = np.nonzero(positive & member)
+            add(0, i, p, -1, grad[i, p])
+            i, q = np.nonzero(member & problem.active & ~full[:, None])
+            add(1, i, q, -1, -grad[i, q])
+            # Every positive p of a full group against every active q of it.
+            i, p = np.nonzero(positive & member & full[:, None])
+            lows = member[i] & problem.active[i]
+            lows[np.arange(len(p)), p] = False
+            k, q = np.nonzero(lows)
+            add(2, i[k], p[k], q, grad[i[k], p[k]] - grad[i[k], q])
+    keys, values = np.concatenate(keys), np.concatenate(values)
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    starts = np.flatnonzero(np.diff(keys, prepend=-1))
+    keys, c = keys[starts], np.maximum.reduceat(values, starts) if len(starts) else values
+    q = keys % (P + 1) - 1
+    p = keys // (P + 1) % P
+    y = keys // ((P + 1) * P) % problem.n_classes
+    kind = keys // ((P + 1) * P * problem.n_classes)
+    return y, p, q, np.where(kind == 0, 1, np.where(kind == 1, -1, 0)), c
+
+
+def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=None):
+    """b where the hinge KKT conditions hold with the most room (used when the
+    equalities of the free variables leave b undetermined).
+
+    ``equalities`` λ = ``rhs`` (b = Uλ; none by default) are the rows of
+    :func:`bias_from_kkt`: b takes their least-squares solution in the directions
+    they see.  In the others, for an exact α, the inequalities c + a·b ≤ 0
+    (:func:`_kkt_conditions`) hold exactly for the b that minimise the primal
+    objective for the given w: they are the complementary slackness of that
+    primal.  The linear program max_b min_rows −(c + a·b) takes the b that
+    leaves every inequality the most room, as libsvm takes the middle of b's
+    interval for one bias; for an inexact α it is the b of the smallest KKT
+    violation.  Its variables are b and the room; its rows hold ν's few
+    non-zeros, one per (label, slots) pair that a condition constrains.
+    """
+    from scipy.linalg import null_space
+    from scipy.optimize import linprog
+
+    U = problem.equality_basis
+    Q = problem.n_classes
+    # b = U(λ0 + Zμ): λ0 solves the equalities, Z spans the directions they leave free.
+    lam0, Z = np.zeros(U.shape[1]), np.eye(U.shape[1])
+    if equalities is not None and equalities.shape[0]:
+        u, s, vt = np.linalg.svd(equalities, full_matrices=False)
+        rank = int(np.sum(s > 1e-8))
+        lam0 = vt[:rank].T @ ((u[:, :rank].T @ rhs) / s[:rank])
+        Z = null_space(vt[:rank]) if rank else Z
+    b0, V = U @ lam0, U @ Z
+    y, p, q, sign, c = _kkt_conditions(problem, alpha, grad + problem.margin_terms(b0))
     nu = sp.csr_matrix(problem.machine.nu.reshape(-1, Q))
-    b_part = -nu[problem.y[ii] * problem.n_slots + pp]
-    xi_part = sp.csr_matrix((-np.ones(len(ii)), (np.arange(len(ii)), problem.slack_cell[ii, pp])),
-                            shape=(len(ii), n_xi))
-    complement = sp.csr_matrix(null_space(U.T).T)               # N b = 0: b in span(U)
-    lp = dict(c=np.concatenate([np.zeros(Q), np.repeat(w, problem.machine.n_slacks)]),
-              A_ub=sp.hstack([b_part, xi_part]).tocsr(), b_ub=-base[ii, pp],
-              A_eq=sp.hstack([complement, sp.csr_matrix((complement.shape[0], n_xi))]),
+    P = problem.n_slots
+    swap = sign == 0
+    a = (sp.diags(np.where(swap, 1.0, sign)) @ nu[y * P + p]
+         - sp.diags(swap * 1.0) @ nu[y * P + np.where(swap, q, p)])
+    if V.shape[1] < U.shape[1]:
+        # Rows the free directions do not move (the equalities among them) leave no room.
+        size = np.sqrt(np.asarray(a.multiply(a).sum(axis=1)).ravel())
+        moves = np.linalg.norm(a @ V, axis=1) > 1e-9 * size
+        a, c = a[moves], c[moves]
+    # c + a·(b0 + d) ≤ t with d in span(V); minimise t (−t is the room).  The room is
+    # capped: where no inequality bounds some direction of d, d stays where it is met.
+    complement = sp.csr_matrix(null_space(V.T).T)
+    room = 1.0 + float(np.max(np.abs(c), initial=0.0))
+    lp = dict(c=np.r_[np.zeros(Q), 1.0],
+              A_ub=sp.hstack([a, -np.ones((len(c), 1))]).tocsr(), b_ub=-c,
+              A_eq=sp.hstack([complement, sp.csr_matrix((complement.shape[0], 1))]),
               b_eq=np.zeros(complement.shape[0]),
-              bounds=[(None, None)] * Q + [(0, None)] * n_xi)
-    # The interior-point method (with its crossover to a vertex) solves these long,
-    # degenerate programs far faster than the simplex; the simplex is the fallback.
-    res = linprog(**lp, method="highs-ipm")
-    if res.status != 0:
-        res = linprog(**lp, method="highs")
-    return U @ (U.T @ res.x[:Q])
+              bounds=[(None, None)] * Q + [(-room, None)])
+    for method in ("highs-ds", "highs-ipm"):   # feasible and bounded: only round-off fails
+        res = linprog(**lp, method=method)
+        if res.status == 0:
+            return b0 + V @ (V.T @ res.x[:Q])
+    raise RuntimeError(f"The linear program for b failed in HiGHS: {res.message}")
 
 
 def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):

@@ -74,7 +74,7 @@ def test_fit_json_output(libsvm_files, tmp_path, capsys):
     assert abs(result["relative_gap"]) <= 1e-6
     assert result["kkt_residual"] <= 1e-6
     assert result["primal_objective"] == pytest.approx(result["dual_objective"], rel=1e-6)
-    assert result["solution"]["b_method"] in ("kkt", "primal")
+    assert result["solution"]["b_method"] in ("kkt", "centre")
     assert len(result["solution"]["b"]) == 3
     assert result["fit_time"] > 0
 

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+from scipy.linalg import null_space
 
 from msvm.diagnostics import (
-    _bias_from_primal,
+    _bias_from_centre,
     _project,
     _project_capped_simplex,
     _squared_slacks,
@@ -146,26 +147,74 @@ def test_bias_from_kkt_matches_the_solver_multipliers(model):
     np.testing.assert_allclose(d.b, solution.b, atol=1e-7)
 
 
-@pytest.mark.parametrize("model", ["ww", "cs", "llw", "ova", "adm"])
-def test_bias_from_primal_minimises_the_primal_when_kkt_is_silent(model):
+@pytest.mark.parametrize(("model", "data", "C"),
+                         [("ww", (7, 3, 30, 4.0), 1e-3), ("cs", (7, 3, 30, 4.0), 1e-3),
+                          ("llw", (7, 3, 30, 4.0), 1e-3), ("ova", (7, 3, 30, 4.0), 1e-3),
+                          ("adm", (7, 3, 30, 4.0), 1e-3),
+                          # four free variables whose equalities fix b in 2 of 3 directions
+                          ("ww", (3, 4, 48, 3.0), 0.1)])
+def test_bias_from_centre_minimises_the_primal_and_the_kkt_violation(model, data, C):
     # A tiny C puts every variable at its bound: for WW and LLW no free variable
-    # determines b.  The others (shared slacks, OvA's empty complement of span(U))
-    # call the primal route directly.
-    X, y = blobs(7, 3, 30, spread=4.0)
-    problem = make_problem(model, X, y, C=1e-3, bias=True)
-    alpha = get_solver("osqp").solve(problem).alpha
+    # determines b.  For the others (shared slacks, OvA's empty complement of
+    # span(U)) the centre's linear program is called directly.
+    X, y = blobs(*data)
+    problem = make_problem(model, X, y, C=C, bias=True)
+    solution = get_solver("osqp").solve(problem)
+    alpha = solution.alpha
+    grad = problem.gradient(alpha)
     if model in ("ww", "llw"):
-        b, method = bias_from_kkt(problem, alpha, problem.gradient(alpha))
-        assert method == "primal"
+        b, method = bias_from_kkt(problem, alpha, grad)
+        assert method == "centre"
     else:
-        b = _bias_from_primal(problem, alpha)
+        b = _bias_from_centre(problem, alpha, grad)
     U = problem.equality_basis
     np.testing.assert_allclose(b, U @ (U.T @ b), atol=1e-12)   # b lies in span(U)
+
+    def violation(b):
+        return kkt_violation(problem, alpha, np.where(problem.active,
+                                                      grad + problem.margin_terms(b), 0.0))
+
     best, _ = primal_objective(problem, alpha, b)
+    assert violation(b) <= violation(solution.b) + 1e-12   # the reference solver's own b
     rng = np.random.default_rng(0)
     for _ in range(20):
-        step = problem.equality_basis @ rng.normal(size=problem.equality_basis.shape[1])
+        step = U @ rng.normal(size=U.shape[1])
         assert primal_objective(problem, alpha, b + 1e-2 * step)[0] >= best - 1e-12
+        assert violation(b + 1e-2 * step) >= violation(b)
+
+
+def test_bias_from_centre_leaves_the_inequalities_the_most_room():
+    # WW's conditions one by one: G_ip(b) = 0 where α is free, ≥ 0 at zero, ≤ 0 at C.
+    # The equalities fix b in two of its three directions; in the third, b must be
+    # where the nearest inequality is farthest (libsvm's middle of the interval).
+    X, y = blobs(3, 4, 48, spread=3.0)
+    C = 0.1
+    problem = make_problem("ww", X, y, C=C, bias=True)
+    alpha = get_solver("osqp").solve(problem).alpha
+    grad = problem.gradient(alpha)
+    b, method = bias_from_kkt(problem, alpha, grad)
+    assert method == "centre"
+    near = 1e-6 * C   # OSQP's accuracy
+    free = problem.active & (alpha > near) & (alpha < C - near)
+    i, p = np.nonzero(free)
+    U = problem.equality_basis
+    loose = U @ null_space(problem.nu[problem.y[i], p] @ U)   # what the equalities leave
+    assert loose.shape[1] == 1
+    loose = loose[:, 0]
+    moved = np.abs(problem.margin_terms(loose)) > 1e-9          # the rows b can give room
+    at_zero = problem.active & (alpha <= near) & moved
+    at_C = problem.active & (alpha >= C - near) & moved
+
+    def G(b):
+        return grad + problem.margin_terms(b)
+
+    def room(b):
+        return min(G(b)[at_zero].min(initial=np.inf), -G(b)[at_C].max(initial=-np.inf))
+
+    assert np.abs(G(b)[free]).max() <= 1e-6
+    assert room(b) > 0
+    for t in (-1e-2, -1e-3, 1e-3, 1e-2):
+        assert room(b + t * loose) <= room(b) + 1e-12
 
 
 def test_kkt_violation_is_in_gradient_units():
