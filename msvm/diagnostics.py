@@ -200,12 +200,11 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray,
         return None
     # δ = P Aᵀλ with P the projector onto {Σ_group δ = 0} of every full group (a full
     # singleton group: its variable stays), and (A P Aᵀ) λ = −r: r × r, r ≤ Q.  A's
-    # columns are Uᵀν_{y,p} (the uncentred ν: U is orthogonal to the ones wherever ν
-    # is centred), so A P Aᵀ = Uᵀ (NᵀN) U with N the sparse rows ν_{y,p} (centred
-    # over each full group), never the dense r × (positive variables) matrix.
+    # columns are Uᵀν_{y,p} (``problem.nu_rows``), so A P Aᵀ = Uᵀ (NᵀN) U with N the
+    # sparse rows ν_{y,p} (centred over each full group), never the dense
+    # r × (positive variables) matrix.
     i, p = np.divmod(positive, problem.n_slots)
-    Q = problem.n_classes
-    N = sp.csr_matrix(problem.machine.nu.reshape(-1, Q))[problem.y[i] * problem.n_slots + p]
+    N = problem.nu_rows[problem.y[i] * problem.n_slots + p]
     hinge = problem.machine.loss == "hinge"
     if hinge:
         full = np.flatnonzero(problem.group_sums(out)[i, p] >= cap[i] * (1 - 1e-12))
@@ -369,33 +368,32 @@ def _kkt_conditions(problem: DualProblem, alpha, grad):
     one that may grow ("up"), and G_ip − G_iq ≤ 0 for a positive p and any q
     of a slack group at capacity ("swap").  a depends only on the label and
     the slots (a = ±ν_{y,p}, or ν_{y,p} − ν_{y,q}), so of the conditions that
-    share one only the largest c binds.  Returns (y, p, q, sign, c) per row,
-    q = −1 and sign = ±1 for a single slot, sign = 0 for a swap.
+    share one only the largest c binds.  Returns a, sparse (rows, Q), and c.
     """
     tol = _zero_tol(problem)
     positive = (alpha > tol[:, None]) & problem.active
-    P = problem.n_slots
+    Q, P = problem.n_classes, problem.n_slots
     keys, values = [], []
 
     def add(kind, i, p, q, c):
-        keys.append(((kind * problem.n_classes + problem.y[i]) * P + p) * (P + 1) + q + 1)
+        keys.append(((kind * Q + problem.y[i]) * P + p) * P + q)
         values.append(c)
 
     if problem.machine.own_slacks:
         full = alpha >= (problem.capacity - tol)[:, None]
         i, p = np.nonzero(positive)
-        add(0, i, p, -1, grad[i, p])
+        add(0, i, p, p, grad[i, p])
         i, p = np.nonzero(problem.active & ~full)
-        add(1, i, p, -1, -grad[i, p])
+        add(1, i, p, p, -grad[i, p])
     else:
         sums = problem.slack_sums(alpha)
         for r, member in enumerate(_group_masks(problem)):
             full = sums[:, r] >= problem.capacity - tol
             i, p = np.nonzero(positive & member)
-            add(0, i, p, -1, grad[i, p])
+            add(0, i, p, p, grad[i, p])
             i, q = np.nonzero(member & problem.active & ~full[:, None])
-            add(1, i, q, -1, -grad[i, q])
-            # Every positive p of a full group against every active q of it.
+            add(1, i, q, q, -grad[i, q])
+            # Every positive p of a full group against every other active q of it.
             i, p = np.nonzero(positive & member & full[:, None])
             lows = member[i] & problem.active[i]
             lows[np.arange(len(p)), p] = False
@@ -405,12 +403,15 @@ def _kkt_conditions(problem: DualProblem, alpha, grad):
     order = np.argsort(keys, kind="stable")
     keys, values = keys[order], values[order]
     starts = np.flatnonzero(np.diff(keys, prepend=-1))
-    keys, c = keys[starts], np.maximum.reduceat(values, starts) if len(starts) else values
-    q = keys % (P + 1) - 1
-    p = keys // (P + 1) % P
-    y = keys // ((P + 1) * P) % problem.n_classes
-    kind = keys // ((P + 1) * P * problem.n_classes)
-    return y, p, q, np.where(kind == 0, 1, np.where(kind == 1, -1, 0)), c
+    c = np.maximum.reduceat(values, starts) if len(starts) else values
+    keys = keys[starts]
+    kind = keys // (Q * P * P)
+    row_p = keys // P % (Q * P)                 # y·P + p, the row of ν_{y,p}
+    row_q = row_p - row_p % P + keys % P        # y·P + q
+    nu = problem.nu_rows
+    sign, swap = np.where(kind == 1, -1.0, 1.0), (kind == 2) * 1.0
+    a = sp.diags(sign) @ nu[row_p] - sp.diags(swap) @ nu[row_q]
+    return a.tocsr(), c
 
 
 def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=None):
@@ -441,12 +442,7 @@ def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=No
         lam0 = vt[:rank].T @ ((u[:, :rank].T @ rhs) / s[:rank])
         Z = null_space(vt[:rank]) if rank else Z
     b0, V = U @ lam0, U @ Z
-    y, p, q, sign, c = _kkt_conditions(problem, alpha, grad + problem.margin_terms(b0))
-    nu = sp.csr_matrix(problem.machine.nu.reshape(-1, Q))
-    P = problem.n_slots
-    swap = sign == 0
-    a = (sp.diags(np.where(swap, 1.0, sign)) @ nu[y * P + p]
-         - sp.diags(swap * 1.0) @ nu[y * P + np.where(swap, q, p)])
+    a, c = _kkt_conditions(problem, alpha, grad + problem.margin_terms(b0))
     if V.shape[1] < U.shape[1]:
         # Rows the free directions do not move (the equalities among them) leave no room.
         size = np.sqrt(np.asarray(a.multiply(a).sum(axis=1)).ravel())

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import scipy.sparse as sp
 
 from msvm.kernels import Kernel
 from msvm.machines import Machine
@@ -239,6 +240,15 @@ class DualProblem:
         gradient of α_ip)."""
         return self.nu @ self.equality_basis
 
+    @cached_property
+    def nu_rows(self):
+        """The machine's uncentred ν as a sparse (Q·P, Q) matrix, row y·P + p: ν_{y,p}.
+
+        For b in span(U) it gives the same ν·b as ν̄ (U is orthogonal to the
+        ones wherever ν̄ is centred), with a few non-zeros per row.
+        """
+        return sp.csr_matrix(self.machine.nu.reshape(-1, self.n_classes))
+
     def equality_matrix(self) -> np.ndarray:
         """Independent equality constraints of the bias, shape (r, m·P): rows of Uᵀ A."""
         A = self.equality_directions[self.y] * self.active[:, :, None]
@@ -294,8 +304,6 @@ class DualProblem:
 
         vec is row-major over (i, c).  Used by the reference QP solvers.
         """
-        import scipy.sparse as sp
-
         ii, pp = self.flat_index()
         Q = self.n_classes
         coeffs = self.nu[self.y[ii], pp]  # (n_active, Q)
