@@ -29,7 +29,7 @@ def run(name: str, sparse: bool = False, m: int | None = None) -> dict:
     from msvm import MultiClassSVC
     from msvm.solvers import s2do
 
-    dataset, n_train, model, C, gamma, tol, cache, _ = CONFIGS[name]
+    dataset, n_train, model, C, gamma, tol, cache, *_ = CONFIGS[name]
     X, y, _, _ = load(dataset, m or n_train, sparse=sparse)
     est = MultiClassSVC(model=model, C=C, gamma=gamma, tol=tol, cache_size=cache)
     problem = est.prepare_fit(X, y).problem

@@ -56,14 +56,14 @@ CSV_FIELDS = ["experiment", "config", "solver", "bias", "fw_variant", "face_step
 def run_one(spec: dict) -> dict:
     """Fit one solver on one configuration (called in a fresh process)."""
     warnings.simplefilter("ignore")  # a capped run reports its status instead
-    dataset, _, machine, C, gamma, tol, cache, _ = CONFIGS[spec["config"]]
+    dataset, _, machine, C, gamma, tol, cache, *_ = CONFIGS[spec["config"]]
     layout = spec.get("layout", "dense")
     X, y, Xt, yt = load(dataset, spec.get("m"), sparse=layout == "csr")
     gamma = gamma_of(CONFIGS[spec["config"]], X)   # 'scale' from the training data
     classes, y_codes = np.unique(y, return_inverse=True)
     out = dict(spec, m=int(X.shape[0]), cache_size=cache, layout=layout)
     if spec["solver"] == "svc":
-        out.update(fit_svc(X, y, Xt, yt, gamma, cache))
+        out.update(fit_svc(X, y, Xt, yt, gamma, cache, C=CONFIGS[spec["config"]].peer_C))
     else:
         from msvm.diagnostics import diagnose
         from msvm.kernels import Kernel

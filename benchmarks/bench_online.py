@@ -75,7 +75,7 @@ def run_one(spec: dict) -> dict:
     from msvm.machines import make_machine
     from msvm.problem import DualProblem
 
-    dataset, n_train, machine, C, gamma, tol, cache, _ = CONFIGS[spec["config"]]
+    dataset, n_train, machine, C, gamma, tol, cache, *_ = CONFIGS[spec["config"]]
     layout = spec.get("layout", "dense")
     X, y, Xt, yt = load(dataset, spec.get("m") or n_train, sparse=layout == "csr")
     gamma = gamma_of(CONFIGS[spec["config"]], X)   # 'scale' from the training data

@@ -38,7 +38,7 @@ def run(n_train, n_test, batch: int, repeat: int, threads: int) -> list[dict]:
     import onnxruntime as ort
     from threadpoolctl import threadpool_limits
 
-    dataset, _, model, C, gamma, tol, cache, _ = CONFIGS["usps-ww"]
+    dataset, _, model, C, gamma, tol, cache, *_ = CONFIGS["usps-ww"]
     X, y, Xt, _ = load(dataset, n_train)
     Xt = np.ascontiguousarray(Xt[:n_test])
     est = MultiClassSVC(model=model, C=C, gamma=gamma, tol=tol, cache_size=cache).fit(X, y)

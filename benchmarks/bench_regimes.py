@@ -67,7 +67,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks.configs import CONFIGS, REGIMES, STANDARD, SVC_C, TARGETS, gamma_of
+from benchmarks.configs import CONFIGS, REGIMES, STANDARD, TARGETS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_jsonl, write_summary
 from benchmarks.runs import (
@@ -132,10 +132,10 @@ def run_one(spec: dict) -> dict:
                n_classes=int(len(np.unique(y))), gamma=gamma, cache_size=config.cache_size,
                bias=config.bias, wait_policy=os.environ.get("OMP_WAIT_POLICY"))
     if spec["solver"] in SVC_PEERS:
-        out.update(C=SVC_C, tol=1e-3)
+        out.update(C=config.peer_C, tol=1e-3)
         out.update(fit_svc(X, y, Xt, yt, gamma, config.cache_size,
                            implementation=spec["solver"],
-                           threads=spec.get("peer_threads", 1)))
+                           threads=spec.get("peer_threads", 1), C=config.peer_C))
     else:
         out.update(fit_msvm(config, X, y, Xt, yt, spec.get("n_jobs", 1)))
         if not np.isclose(out["gamma_msvm"], gamma, rtol=1e-12, atol=0):

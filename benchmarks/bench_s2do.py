@@ -61,7 +61,7 @@ CSV_FIELDS = ["config", "solver", "m", "threads", "cache_size", "fit_time", "dua
 # ------------------------------------------------------------------ one run
 def run_one(spec: dict) -> dict:
     """Fit one solver on one configuration (called in a fresh process)."""
-    dataset, n_train, machine, C, gamma, tol, cache, _ = CONFIGS[spec["config"]]
+    dataset, n_train, machine, C, gamma, tol, cache, *_ = CONFIGS[spec["config"]]
     if spec.get("m"):
         n_train = spec["m"]
     layout = spec.get("layout", "dense")
@@ -71,7 +71,7 @@ def run_one(spec: dict) -> dict:
     out = dict(config=spec["config"], solver=spec["solver"], m=int(X.shape[0]),
                cache_size=cache, threads=1, layout=layout)
     if spec["solver"] == "svc":
-        out.update(fit_svc(X, y, Xt, yt, gamma, cache))
+        out.update(fit_svc(X, y, Xt, yt, gamma, cache, C=CONFIGS[spec["config"]].peer_C))
     else:
         from msvm.diagnostics import diagnose
         from msvm.kernels import Kernel

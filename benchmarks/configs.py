@@ -32,6 +32,7 @@ class Config(NamedTuple):
     tol: float
     cache_size: float     # MB
     bias: bool = False    # fit_intercept
+    peer_C: float = 10.0  # the peer SVC's C (BENCHMARKS.md: 10)
 
 
 def _regimes(dataset: str, n_classes: int, cache_size: float, suffix: str = "") -> dict:
@@ -81,11 +82,26 @@ BIAS = {f"{name}-bias": PROTOCOL[name]._replace(bias=True)
 MANY_CLASSES = {f"blobs{q}-{model}": Config(f"blobs{q}", None, model, 5.0, "scale", 1e-3, 500)
                 for q in (32, 64, 65, 100, 200) for model in ("ww", "cs")}
 
-#: Every configuration, by id: the one table the benchmarks read.
-CONFIGS = {**PROTOCOL, **BIAS, **MANY_CLASSES}
+def _tiny_c(base: str, model: str) -> Config:
+    """``base`` with ``model`` at C = 10⁻³ with a bias; the peer at the C where SVC's
+    binary problems are this machine's with two classes (WW and CS 2C, LLW C/2:
+    ``tests/test_two_class.py``)."""
+    C = 1e-3
+    return {**PROTOCOL, **MANY_CLASSES}[base]._replace(
+        model=model, C=C, bias=True, peer_C=C / 2 if model == "llw" else 2 * C)
 
-#: The peer ``SVC`` of BENCHMARKS.md: C = 10, the same γ, tol 1e-3 and cache size.
-SVC_C = 10.0
+
+#: A tiny C with a bias, run by name only (no target): on the generated sets every
+#: variable ends at a bound and the KKT equalities leave b undetermined (the
+#: certificate's centre, :func:`msvm.diagnostics.bias_from_kkt`); pendigits and
+#: satimage keep free variables.
+TINY_C = {f"{data}-{model}-bias-tiny-c": _tiny_c(f"{data}-ww", model)
+          for data, model in [("blobs32", "ww"), ("blobs32", "llw"), ("blobs100", "ww"),
+                              ("blobs100", "cs"), ("blobs100", "llw"), ("blobs200", "ww"),
+                              ("pendigits", "ww"), ("satimage", "ww")]}
+
+#: Every configuration, by id: the one table the benchmarks read.
+CONFIGS = {**PROTOCOL, **BIAS, **MANY_CLASSES, **TINY_C}
 
 #: Issue 21's targets: msvm's fit time / the faster SVC peer's, at most this.  WW and CS
 #: on the step-bound sets 2.0, LLW 5.0, usps and mnist10k 0.7, the bias rows 2.0.

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.configs import SVC_C
 from benchmarks.results import strip_paths
 
 #: The repository root, the working directory of the workers.
@@ -115,7 +114,7 @@ def sklearnex_version() -> str | None:
 
 
 def fit_svc(X, y, X_test, y_test, gamma: float, cache_size: float, *,
-            implementation: str = "sklearn", threads: int = 1) -> dict:
+            implementation: str = "sklearn", threads: int = 1, C: float = 10.0) -> dict:
     """A peer ``SVC`` (one-vs-one) as BENCHMARKS.md sets it up: C = 10, tol 1e-3, RBF.
 
     Parameters
@@ -134,6 +133,8 @@ def fit_svc(X, y, X_test, y_test, gamma: float, cache_size: float, *,
         scikit-learn-intelex is not installed.
     threads : int
         Threads of the oneDAL ``SVC``.
+    C : float
+        Its C (BENCHMARKS.md's 10 unless a configuration says otherwise).
 
     Returns
     -------
@@ -164,7 +165,7 @@ def fit_svc(X, y, X_test, y_test, gamma: float, cache_size: float, *,
         raise ValueError(f"unknown SVC implementation {implementation!r}; "
                          f"choose from {SVC_PEERS}")
     start = time.perf_counter()
-    svc = SVC(C=SVC_C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=cache_size).fit(X, y)
+    svc = SVC(C=C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=cache_size).fit(X, y)
     fit_time = time.perf_counter() - start
     n_iter = int(np.sum(getattr(svc, "n_iter_", 0)))
     if implementation == "sklearnex":
