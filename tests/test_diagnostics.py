@@ -155,8 +155,9 @@ def test_bias_from_kkt_matches_the_solver_multipliers(model):
                           ("ww", (3, 4, 48, 3.0), 0.1)])
 def test_bias_from_centre_minimises_the_primal_and_the_kkt_violation(model, data, C):
     # A tiny C puts every variable at its bound: for WW and LLW no free variable
-    # determines b.  For the others (shared slacks, OvA's empty complement of
-    # span(U)) the centre's linear program is called directly.
+    # determines b; in the last case the free variables fix only part of it.  For
+    # the others (shared slacks, OvA's empty complement of span(U)) the centre's
+    # linear program is called directly.
     X, y = blobs(*data)
     problem = make_problem(model, X, y, C=C, bias=True)
     solution = get_solver("osqp").solve(problem)
