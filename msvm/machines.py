@@ -377,7 +377,13 @@ def make_machine(name: str, n_classes: int) -> Machine:
         raise ValueError(f"Unknown model {name!r}; expected one of {sorted(MACHINES)}.")
     if n_classes < 2:
         raise ValueError(f"A multi-class SVM needs at least 2 classes, got {n_classes}.")
-    fields = MACHINES[name](n_classes)
+    try:
+        fields = MACHINES[name](n_classes)
+    except MemoryError as err:
+        raise MemoryError(
+            f"The {name!r} machine for {n_classes} classes could not be built ({err}): its "
+            "coupling table ν is a dense (classes, slots, classes) array, whose size grows "
+            "as the cube of the number of classes (for every machine but 'mmr').") from err
     # The builders return fresh arrays: ν (the machine's one Q³ array) is zeroed on the
     # inactive slots in place, copied only when it is not a writable array of its own.
     nu = np.require(fields.pop("nu"), dtype=np.float64, requirements=["C", "W", "O"])

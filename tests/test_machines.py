@@ -137,3 +137,12 @@ def test_bad_machine_arguments():
         make_machine("svm", 3)
     with pytest.raises(ValueError, match="at least 2 classes"):
         make_machine("ww", 1)
+
+
+def test_a_machine_too_large_to_allocate_says_why(monkeypatch):
+    def builder(n_classes):
+        raise MemoryError(f"Unable to allocate an array with shape {(n_classes,) * 3}")
+
+    monkeypatch.setitem(MACHINES, "ww", builder)
+    with pytest.raises(MemoryError, match=r"'ww' machine for 5000 classes .*\(5000, 5000, 5000\)"):
+        make_machine("ww", 5000)
