@@ -63,9 +63,10 @@ plt.show()
 # give b.  Each point still gives an inequality, y_i f(x_i) ≤ 1 at C and ≥ 1 at 0,
 # that is, a lower or an upper bound on b, and every b between the largest lower and
 # the smallest upper bound is optimal.  libsvm takes the middle of that interval;
-# msvm's certificate takes, for any machine and number of classes, the b that
-# leaves every KKT inequality the most room (``b_method`` ``'centre'``), which with
-# two classes is the same middle.  Weston–Watkins with two classes at C is the
+# msvm's certificate takes, for any machine and number of classes, the analytic
+# centre of the KKT inequalities (``b_method`` ``'centre'``): the b that maximises
+# the sum of the logarithms of their room, which with two classes, one bound on
+# each side, is the same middle.  Weston–Watkins with two classes at C is the
 # binary SVM at 2C, its b_1 − b_0 the binary b.
 C_tiny = 1e-3
 tiny = soft_margin_svm(X, y, C_tiny)

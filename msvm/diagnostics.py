@@ -25,9 +25,9 @@ Definitions (for a machine of the unified table, see :mod:`msvm.machines`):
   least-squares solution of these equations in span(U) (the directions the
   constraints see, which also fixes the gauge of WW and CS).  When they do
   not determine b (every variable at a bound, as with a tiny C), the hinge
-  machines take the b that leaves every KKT inequality the most room, as
-  libsvm takes the middle of b's interval (a linear program in b, solved
-  with HiGHS); the M-SVM² minimises its smooth primal over b.
+  machines take the centre of the b the KKT inequalities allow (their
+  analytic centre: with two classes the middle of b's interval, which libsvm
+  takes); the M-SVM² minimises its smooth primal over b.
 * **KKT residuals** per constraint family, scaled by the largest capacity
   C max_i w_i (C without weights; max(1, max α) for
   the M-SVM², which has no upper bound): ``stationarity`` is the natural
@@ -286,7 +286,7 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     """b from the KKT conditions; returns (b, method).
 
     method is 'kkt' (the equalities of the free variables determine b),
-    'centre' (hinge loss: the middle of the b the inequalities allow, see
+    'centre' (hinge loss: the centre of the b the inequalities allow, see
     :func:`_bias_from_centre`), 'primal' (quadratic loss: b minimises the primal)
     or 'none' (no bias).
     """
@@ -410,24 +410,39 @@ def _kkt_conditions(problem: DualProblem, alpha, grad):
     row_q = row_p - row_p % P + keys % P        # y·P + q
     nu = problem.nu_rows
     sign, swap = np.where(kind == 1, -1.0, 1.0), (kind == 2) * 1.0
-    a = sp.diags(sign) @ nu[row_p] - sp.diags(swap) @ nu[row_q]
-    return a.tocsr(), c
+    a = (sp.diags(sign) @ nu[row_p] - sp.diags(swap) @ nu[row_q]).tocsr()
+    # Conditions of other labels and slots can share a too (WW's "down" on (y, p)
+    # and "up" on (p, y) both read b_y − b_p): one row per distinct a.
+    a.sum_duplicates()
+    a.eliminate_zeros()
+    counts = np.diff(a.indptr)
+    row = np.repeat(np.arange(a.shape[0]), counts)
+    slot = np.arange(a.nnz) - np.repeat(a.indptr[:-1], counts)
+    pattern = np.zeros((a.shape[0], 2 * counts.max(initial=0)))
+    pattern[row, 2 * slot], pattern[row, 2 * slot + 1] = a.indices + 1, a.data
+    _, first, inverse = np.unique(pattern, axis=0, return_index=True, return_inverse=True)
+    largest = np.full(len(first), -np.inf)
+    np.maximum.at(largest, inverse.ravel(), c)
+    moving = counts[first] > 0                   # a row without b is no condition on it
+    return a[first[moving]], largest[moving]
 
 
 def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=None):
-    """b where the hinge KKT conditions hold with the most room (used when the
-    equalities of the free variables leave b undetermined).
+    """b at the centre of the hinge KKT inequalities (used when the equalities of the
+    free variables leave b undetermined).
 
     ``equalities`` λ = ``rhs`` (b = Uλ; none by default) are the rows of
     :func:`bias_from_kkt`: b takes their least-squares solution in the directions
     they see.  In the others, for an exact α, the inequalities c + a·b ≤ 0
-    (:func:`_kkt_conditions`) hold exactly for the b that minimise the primal
-    objective for the given w: they are the complementary slackness of that
-    primal.  The linear program max_b min_rows −(c + a·b) takes the b that
-    leaves every inequality the most room, as libsvm takes the middle of b's
-    interval for one bias; for an inexact α it is the b of the smallest KKT
-    violation.  Its variables are b and the room; its rows hold ν's few
-    non-zeros, one per (label, slots) pair that a condition constrains.
+    (:func:`_kkt_conditions`, the tightest one per direction a) hold exactly for
+    the b that minimise the primal objective for the given w: they are the
+    complementary slackness of that primal.  Of those b it takes the analytic
+    centre, the maximiser of Σ log(−(c + a·b)): with one bound on each side, as
+    with two classes, the middle of b's interval, which libsvm takes.  A linear
+    program finds a point with room in every inequality first, max_b min_rows
+    −(c + a·b) (variables b and the room, rows with ν's few non-zeros), and
+    Newton's method goes on from it; where no b leaves room (an inexact α), the
+    program's b, of the smallest KKT violation, is the answer.
     """
     from scipy.linalg import null_space
     from scipy.optimize import linprog
@@ -460,8 +475,44 @@ def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=No
     for method in ("highs-ds", "highs-ipm"):   # feasible and bounded: only round-off fails
         res = linprog(**lp, method=method)
         if res.status == 0:
-            return b0 + V @ (V.T @ res.x[:Q])
-    raise RuntimeError(f"The linear program for b failed in HiGHS: {res.message}")
+            break
+    else:
+        raise RuntimeError(f"The linear program for b failed in HiGHS: {res.message}")
+    mu = V.T @ res.x[:Q]
+    if res.x[Q] < 0:   # room everywhere: the analytic centre, from this interior point
+        mu = _analytic_centre(a, c, V, mu)
+    return b0 + V @ mu
+
+
+def _analytic_centre(a, c, V, mu, max_iter: int = 50):
+    """The maximiser of Σ_k log(−(c_k + a_k·Vμ)) by damped Newton steps from an interior μ.
+
+    ``a`` is sparse (rows, Q), V (Q, k).  Returns the starting μ when the steps do
+    not converge (no centre: the rows do not bound every direction).
+    """
+    def value(mu):
+        room = -(c + a @ (V @ mu))
+        return (-np.sum(np.log(room)) if np.all(room > 0) else np.inf), room
+
+    f, room = value(mu)
+    start = mu
+    for _ in range(max_iter):
+        g = V.T @ (a.T @ (1.0 / room))
+        H = V.T @ (a.T @ sp.diags(1.0 / room**2) @ a).toarray() @ V
+        step = -np.linalg.lstsq(H, g, rcond=None)[0]
+        decrement = -float(g @ step)
+        if decrement <= 1e-12:
+            return mu
+        t = 1.0
+        while True:   # backtracking keeps every room positive and f falling
+            f_new, room_new = value(mu + t * step)
+            if f_new <= f - 0.25 * t * decrement or t < 1e-12:
+                break
+            t *= 0.5
+        if not f_new < f:
+            return start
+        mu, f, room = mu + t * step, f_new, room_new
+    return start
 
 
 def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
