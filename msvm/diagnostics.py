@@ -488,7 +488,8 @@ def _analytic_centre(a, c, V, mu, max_iter: int = 50):
     """The maximiser of Σ_k log(−(c_k + a_k·Vμ)) by damped Newton steps from an interior μ.
 
     ``a`` is sparse (rows, Q), V (Q, k).  Returns the starting μ when the steps do
-    not converge (no centre: the rows do not bound every direction).
+    not converge (no centre: some direction is bounded on one side only), and the
+    last μ when round-off stops the line search.
     """
     def value(mu):
         room = -(c + a @ (V @ mu))
@@ -510,7 +511,7 @@ def _analytic_centre(a, c, V, mu, max_iter: int = 50):
                 break
             t *= 0.5
         if not f_new < f:
-            return start
+            return mu
         mu, f, room = mu + t * step, f_new, room_new
     return start
 
