@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.configs import SVC_C
 from benchmarks.results import strip_paths
 
 #: The repository root, the working directory of the workers.
@@ -114,7 +115,7 @@ def sklearnex_version() -> str | None:
 
 
 def fit_svc(X, y, X_test, y_test, gamma: float, cache_size: float, *,
-            implementation: str = "sklearn", threads: int = 1, C: float = 10.0) -> dict:
+            implementation: str = "sklearn", threads: int = 1, C: float = SVC_C) -> dict:
     """A peer ``SVC`` (one-vs-one) as BENCHMARKS.md sets it up: C = 10, tol 1e-3, RBF.
 
     Parameters

@@ -24,7 +24,13 @@ import numpy as np
 from sklearn.svm import SVC
 
 from msvm import MultiClassSVC
-from msvm.teaching import bias_from_free_svs, format_table, overlapping_set, soft_margin_svm
+from msvm.teaching import (
+    bias_bounds,
+    bias_from_free_svs,
+    format_table,
+    overlapping_set,
+    soft_margin_svm,
+)
 from msvm.teaching.plots import plot_decision_function
 
 C = 0.5
@@ -70,10 +76,7 @@ plt.show()
 # binary SVM at 2C, its b_1 − b_0 the binary b.
 C_tiny = 1e-3
 tiny = soft_margin_svm(X, y, C_tiny)
-u = K @ (tiny.alpha * y)
-at_zero = tiny.alpha <= 1e-8 * C_tiny
-lower_set = (at_zero & (y > 0)) | (~at_zero & (y < 0))
-bounds = y - u              # the b at which each point's inequality is tight
+bounds, lower_set = bias_bounds(tiny.alpha, y, K, C_tiny)   # where each point is tight
 lower, upper = bounds[lower_set].max(), bounds[~lower_set].min()
 b_lecture = bias_from_free_svs(tiny.alpha, y, K, C_tiny)
 b_libsvm = SVC(kernel="linear", C=C_tiny, tol=1e-10).fit(X, y).intercept_[0]

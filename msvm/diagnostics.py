@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import null_space
 
 from msvm.problem import DualProblem, DualSolution
 
@@ -320,11 +321,16 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
         rhs.append(-(grad[i, p] - grad[i0, p0]))
     Amat = np.concatenate(rows)
     bvec = np.concatenate(rhs)
-    if Amat.shape[0] and np.linalg.matrix_rank(Amat, tol=1e-8) == U.shape[1]:
+    u, s, vt = np.linalg.svd(Amat, full_matrices=False)
+    rank = int(np.sum(s > 1e-8))
+    if rank == U.shape[1]:
         lam = np.linalg.lstsq(Amat, bvec, rcond=None)[0]
         return U @ lam, "kkt"
     if hinge:
-        return _bias_from_centre(problem, alpha, grad, Amat, bvec), "centre"
+        # λ = λ0 + Zμ: λ0 solves the equalities, Z spans the directions they leave free.
+        lam0 = vt[:rank].T @ ((u[:, :rank].T @ bvec) / s[:rank])
+        free = null_space(vt[:rank]) if rank else np.eye(U.shape[1])
+        return _bias_from_centre(problem, alpha, grad, lam0, free), "centre"
     return _bias_from_primal(problem, alpha, F), "primal"
 
 
@@ -427,13 +433,14 @@ def _kkt_conditions(problem: DualProblem, alpha, grad):
     return a[first[moving]], largest[moving]
 
 
-def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=None):
+def _bias_from_centre(problem: DualProblem, alpha, grad, lam0=None, free=None):
     """b at the centre of the hinge KKT inequalities (used when the equalities of the
     free variables leave b undetermined).
 
-    ``equalities`` λ = ``rhs`` (b = Uλ; none by default) are the rows of
-    :func:`bias_from_kkt`: b takes their least-squares solution in the directions
-    they see.  In the others, for an exact α, the inequalities c + a·b ≤ 0
+    ``lam0`` and ``free`` come from the equalities of :func:`bias_from_kkt`
+    (none by default): b = U(λ0 + Zμ) with λ0 their least-squares solution and
+    Z (``free``) an orthonormal basis of the directions they leave free.  In
+    those directions, for an exact α, the inequalities c + a·b ≤ 0
     (:func:`_kkt_conditions`, the tightest one per direction a) hold exactly for
     the b that minimise the primal objective for the given w: they are the
     complementary slackness of that primal.  Of those b it takes the analytic
@@ -444,19 +451,12 @@ def _bias_from_centre(problem: DualProblem, alpha, grad, equalities=None, rhs=No
     Newton's method goes on from it; where no b leaves room (an inexact α), the
     program's b, of the smallest KKT violation, is the answer.
     """
-    from scipy.linalg import null_space
     from scipy.optimize import linprog
 
     U = problem.equality_basis
     Q = problem.n_classes
-    # b = U(λ0 + Zμ): λ0 solves the equalities, Z spans the directions they leave free.
-    lam0, Z = np.zeros(U.shape[1]), np.eye(U.shape[1])
-    if equalities is not None and equalities.shape[0]:
-        u, s, vt = np.linalg.svd(equalities, full_matrices=False)
-        rank = int(np.sum(s > 1e-8))
-        lam0 = vt[:rank].T @ ((u[:, :rank].T @ rhs) / s[:rank])
-        Z = null_space(vt[:rank]) if rank else Z
-    b0, V = U @ lam0, U @ Z
+    b0 = np.zeros(Q) if lam0 is None else U @ lam0
+    V = U if free is None else U @ free
     a, c = _kkt_conditions(problem, alpha, grad + problem.margin_terms(b0))
     if V.shape[1] < U.shape[1]:
         # Rows the free directions do not move (the equalities among them) leave no room.

@@ -40,6 +40,7 @@ from msvm.teaching.smo import PAIR_RULES, smo
 from msvm.teaching.svm import (
     KKT_KINDS,
     BinarySVM,
+    bias_bounds,
     bias_from_free_svs,
     dual_objective,
     hard_margin_svm,
@@ -57,6 +58,7 @@ __all__ = [
     "PAIR_RULES",
     "PerceptronResult",
     "SVMPrimalResult",
+    "bias_bounds",
     "bias_from_free_svs",
     "compare_binary",
     "compare_multiclass",

@@ -185,6 +185,31 @@ def optimal_bias(u: np.ndarray, y: np.ndarray) -> float:
     return float(candidates[k])
 
 
+def bias_bounds(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float,
+                tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+    """The b at which each point's KKT condition is tight, and which of them bound b below.
+
+    y_i(u_i + b) ≥ 1 at α_i = 0 and ≤ 1 at α_i = C, with u_i = Σ_j α_j y_j κ(x_j, x_i):
+    each is b ≥ or b ≤ y_i − u_i (= for a free support vector).
+
+    Parameters
+    ----------
+    alpha, y, K, C, tol
+        As in :func:`bias_from_free_svs`.
+
+    Returns
+    -------
+    bounds : ndarray of shape (n,)
+        y_i − u_i.
+    lower : ndarray of bool, shape (n,)
+        Whether point i's bound is a lower bound (else an upper one).
+    """
+    u = K @ (alpha * y)
+    scale = C if np.isfinite(C) else max(1.0, float(alpha.max(initial=0.0)))
+    at_zero = alpha <= tol * scale
+    return y - u, (at_zero & (y > 0)) | (~at_zero & (y < 0))
+
+
 def bias_from_free_svs(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float,
                        tol: float = 1e-8) -> float:
     """b = y_i − Σ_j α_j y_j κ(x_j, x_i), averaged over the free support vectors.
@@ -210,15 +235,11 @@ def bias_from_free_svs(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float
     -------
     float
     """
-    u = K @ (alpha * y)
+    r, lower_set = bias_bounds(alpha, y, K, C, tol)
     scale = C if np.isfinite(C) else max(1.0, float(alpha.max(initial=0.0)))
     free = (alpha > tol * scale) & (alpha < C - tol * scale)
     if np.any(free):
-        return float(np.mean(y[free] - u[free]))
-    # y_i(u_i + b) ≥ 1 at α = 0 and ≤ 1 at α = C: each gives b ≥ or ≤ y_i − u_i.
-    at_zero = alpha <= tol * scale
-    lower_set = (at_zero & (y > 0)) | (~at_zero & (y < 0))
-    r = y - u
+        return float(np.mean(r[free]))
     lower = r[lower_set].max(initial=-np.inf)
     upper = r[~lower_set].min(initial=np.inf)
     if np.isfinite(lower) and np.isfinite(upper):
