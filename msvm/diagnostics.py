@@ -487,9 +487,10 @@ def _bias_from_centre(problem: DualProblem, alpha, grad, lam0=None, free=None):
 def _analytic_centre(a, c, V, mu, max_iter: int = 50):
     """The maximiser of Σ_k log(−(c_k + a_k·Vμ)) by damped Newton steps from an interior μ.
 
-    ``a`` is sparse (rows, Q), V (Q, k).  Returns the starting μ when the steps do
-    not converge (no centre: some direction is bounded on one side only), and the
-    last μ when round-off stops the line search.
+    ``a`` is sparse (rows, Q), V (Q, k).  Returns the starting μ when there is no
+    centre (some direction is bounded on one side only: along it the rooms double
+    with every step, until the Hessian is singular to working precision) or the
+    steps do not converge, and the last μ when round-off stops the line search.
     """
     def value(mu):
         room = -(c + a @ (V @ mu))
@@ -500,7 +501,9 @@ def _analytic_centre(a, c, V, mu, max_iter: int = 50):
     for _ in range(max_iter):
         g = V.T @ (a.T @ (1.0 / room))
         H = V.T @ (a.T @ sp.diags(1.0 / room**2) @ a).toarray() @ V
-        step = -np.linalg.lstsq(H, g, rcond=None)[0]
+        step, _, rank, _ = np.linalg.lstsq(H, -g, rcond=None)
+        if rank < len(mu):
+            return start
         decrement = -float(g @ step)
         if decrement <= 1e-12:
             return mu

@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.linalg import null_space
 
 from msvm.diagnostics import (
+    _analytic_centre,
     _bias_from_centre,
     _project,
     _project_capped_simplex,
@@ -218,6 +220,27 @@ def test_bias_from_centre_is_the_analytic_centre_of_the_inequalities():
     np.minimum.at(tightest, inverse.ravel(), rooms)
     slope = groups @ loose[:, 0]                          # d room / dt along the loose direction
     assert abs(np.sum(slope / tightest)) <= 1e-6 * np.sum(np.abs(slope) / tightest)
+
+
+def test_analytic_centre_and_its_fallback_where_a_direction_is_unbounded():
+    # Rows c + a·b ≤ 0 in b = Vμ (two directions).  Bounded: −3 ≤ b1 ≤ 1 and
+    # −1 ≤ b2 ≤ 5, so Σ log(room) is maximal at the middles (−1, 2).
+    a = sp.csr_matrix([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    c = np.array([-1.0, -3.0, -5.0, -1.0])
+    V = np.eye(2)
+    start = np.array([0.5, 4.0])
+    assert np.allclose(_analytic_centre(a, c, V, start), [-1.0, 2.0], atol=1e-8)
+    # A second, looser bound on b1 from above still pulls the centre: the maximiser
+    # of log(1 − b1) + log(2 − b1) + log(3 + b1) solves 3b1² = 7.
+    tighter = _analytic_centre(sp.vstack([a, sp.csr_matrix([[1.0, 0.0]])]),
+                               np.r_[c, -2.0], V, start)
+    assert np.allclose(tighter, [-np.sqrt(7 / 3), 2.0], atol=1e-8)
+    # Without the lower bound on b1 there is no centre (the rooms grow without end
+    # as b1 → −∞): the starting point, which satisfies every row, comes back.
+    open_rows = [0, 2, 3]
+    kept = _analytic_centre(a[open_rows], c[open_rows], V, start)
+    assert np.array_equal(kept, start)
+    assert np.all(c[open_rows] + a[open_rows] @ (V @ kept) < 0)
 
 
 def test_kkt_violation_is_in_gradient_units():
