@@ -489,20 +489,22 @@ def _analytic_centre(a, c, V, mu, max_iter: int = 50):
 
     ``a`` is sparse (rows, Q), V (Q, k).  Returns the starting μ when there is no
     centre (some direction is bounded on one side only: along it the rooms double
-    with every step, until the Hessian is singular to working precision) or the
+    with every step, until the Hessian loses rank to working precision) or the
     steps do not converge, and the last μ when round-off stops the line search.
+    A direction no row depends on keeps its starting value.
     """
     def value(mu):
         room = -(c + a @ (V @ mu))
         return (-np.sum(np.log(room)) if np.all(room > 0) else np.inf), room
 
     f, room = value(mu)
-    start = mu
+    start, start_rank = mu, None
     for _ in range(max_iter):
         g = V.T @ (a.T @ (1.0 / room))
         H = V.T @ (a.T @ sp.diags(1.0 / room**2) @ a).toarray() @ V
         step, _, rank, _ = np.linalg.lstsq(H, -g, rcond=None)
-        if rank < len(mu):
+        start_rank = rank if start_rank is None else start_rank
+        if rank < start_rank:
             return start
         decrement = -float(g @ step)
         if decrement <= 1e-12:
