@@ -179,14 +179,18 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     return x if repaired is None else repaired
 
 
-def repair_equality(problem: DualProblem, alpha: np.ndarray,
-                    rtol: float = 0.0) -> np.ndarray | None:
+def repair_equality(problem: DualProblem, alpha: np.ndarray, rtol: float = 0.0,
+                    bounded: bool = False) -> np.ndarray | None:
     """α moved by the least-norm δ with A(α + δ) = 0 on its positive variables, or None.
 
     A variable of a full slack group moves only with the others of its group,
     their sum kept (one more row per full group).  None when no such δ keeps
     every constraint (α ≥ 0, slack groups ≤ ``problem.capacity``); a residual at
     most ``rtol`` times the larger of ``problem.scale`` and max α is left alone.
+    With ``bounded`` (hinge machines whose slack groups are single variables),
+    where the least-norm δ would leave the box, δ is the least-norm one within
+    it (:func:`_least_norm_in_box`): variables may then reach 0 or C, and the
+    caller's KKT check decides whether the result is still optimal.
     """
     cap = problem.capacity
     out = alpha.copy()
@@ -217,12 +221,60 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray,
     U = problem.equality_basis
     lam = np.linalg.lstsq(U.T @ (N.T @ N).toarray() @ U, -residual, rcond=None)[0]
     flat = out.reshape(-1)
+    start = flat[positive]
     flat[positive] += N @ (U @ lam)
-    if np.any(flat[positive] < 0):
-        return None
-    if hinge and np.any(problem.slack_sums(out) > cap[:, None] * (1 + 1e-12)):
-        return None
+    if np.any(flat[positive] < 0) or (
+            hinge and np.any(problem.slack_sums(out) > cap[:, None] * (1 + 1e-12))):
+        if not (bounded and hinge and problem.machine.own_slacks):
+            return None
+        # A full singleton group stays (its row of N is zero); the others move within
+        # [−α, C − α].
+        N.eliminate_zeros()
+        moving = np.flatnonzero(np.diff(N.indptr))
+        delta = _least_norm_in_box(np.asarray((N[moving] @ U).T), residual, -start[moving],
+                                   cap[i[moving]] - start[moving], max(rtol, 1e-12) * scale)
+        if delta is None:
+            return None
+        flat[positive] = start
+        flat[positive[moving]] = np.clip(start[moving] + delta, 0.0, cap[i[moving]])
     return out
+
+
+def _least_norm_in_box(M: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                       tol: float, max_iter: int = 50) -> np.ndarray | None:
+    """The least-norm δ with Mδ = −r and lo ≤ δ ≤ hi, or None (none found within tol).
+
+    δ(λ) = clip(Mᵀλ, lo, hi) minimises ½‖δ‖² − λᵀ(Mδ + r) over the box; the
+    dual function of λ is concave with gradient −(Mδ(λ) + r), so semismooth
+    Newton steps on λ (the Hessian −M_F M_Fᵀ over the unclipped variables F),
+    with a backtracking search on the dual, find the λ whose δ solves the
+    equalities.  Where they have no solution within the box, the dual grows
+    without end and the residual stays above ``tol``: None.
+    """
+    def dual(lam):
+        z = M.T @ lam
+        delta = np.clip(z, lo, hi)
+        res = M @ delta + r
+        return 0.5 * float(delta @ delta) - float(lam @ res), z, delta, res
+    lam = np.zeros(len(r))
+    value, z, delta, res = dual(lam)
+    for _ in range(max_iter):
+        if np.max(np.abs(res), initial=0.0) <= tol:
+            return delta
+        unclipped = (z > lo) & (z < hi)
+        step = -np.linalg.lstsq(M[:, unclipped] @ M[:, unclipped].T, res, rcond=None)[0]
+        slope = -float(res @ step)          # the dual's directional derivative, > 0
+        t = 1.0
+        while True:
+            trial = dual(lam + t * step)
+            if trial[0] >= value + 0.25 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        if not trial[0] > value:
+            return None
+        lam = lam + t * step
+        value, z, delta, res = trial
+    return delta if np.max(np.abs(res), initial=0.0) <= tol else None
 
 
 def _margins(problem: DualProblem, F_plain: np.ndarray, b: np.ndarray) -> np.ndarray:

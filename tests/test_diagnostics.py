@@ -244,6 +244,44 @@ def test_analytic_centre_and_its_fallback_where_a_direction_is_unbounded():
     assert np.array_equal(_analytic_centre(a[open_rows], c[open_rows], V, start), start)
 
 
+@pytest.mark.parametrize("model", ["ww", "llw"])
+def test_bounded_repair_is_the_least_norm_move_within_the_box(model):
+    # An optimum whose free variables were pushed to just inside their bounds: the
+    # least-norm move that solves the equalities would take some of them out of
+    # [0, C], so the plain repair gives up (moving them back is one move that stays
+    # inside); the bounded one must solve the equalities within the box,
+    # leave the variables at 0 and at C where they are, and be the least-norm such
+    # move (checked against cvxpy on the explicit constraints).
+    import cvxpy as cp
+
+    X, y = blobs(4, 3, 45, spread=2.5)
+    C = 0.5
+    problem = make_problem(model, X, y, C=C, bias=True)
+    optimum = get_solver("osqp").solve(problem, tol=1e-10).alpha
+    alpha = np.where(optimum > 1e-6 * C, optimum, 0.0)
+    alpha[alpha >= C * (1 - 1e-6)] = C
+    inner = np.flatnonzero(((alpha > 0) & (alpha < C)).ravel())
+    assert len(inner) >= 6
+    alpha.ravel()[inner[::2]] = C * (1 - 1e-9)
+    alpha.ravel()[inner[1::2]] = C * 1e-9
+    assert np.max(np.abs(problem.equality_residual(alpha))) > 1e-3 * C
+    assert repair_equality(problem, alpha) is None
+
+    repaired = repair_equality(problem, alpha, bounded=True)
+    assert np.max(np.abs(problem.equality_residual(repaired))) <= 1e-12
+    assert np.all((repaired >= 0) & (repaired <= C))
+    fixed = np.ones(alpha.size, bool)
+    fixed[inner] = False
+    assert np.array_equal(repaired.ravel()[fixed], alpha.ravel()[fixed])
+    delta = cp.Variable(len(inner))
+    A = problem.equality_matrix()
+    start = alpha.ravel()[inner]
+    cp.Problem(cp.Minimize(cp.sum_squares(delta)),
+               [A[:, inner] @ delta == -(A @ alpha.ravel()), start + delta >= 0,
+                start + delta <= C]).solve()
+    np.testing.assert_allclose(repaired.ravel()[inner] - start, delta.value, atol=1e-6 * C)
+
+
 def test_kkt_violation_is_in_gradient_units():
     X, y = blobs(8, 3, 30)
     problem = make_problem("ww", X, y, C=1.0)

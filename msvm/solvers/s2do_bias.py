@@ -53,7 +53,9 @@ each later one at the larger of ``OUTER_SLACK``·‖Δb‖∞ (the next multipli
 step moves every gradient by up to ‖Δb‖∞) and ``inner_fraction``·tol.  After
 an inner solve at the final tolerance, the residual r is removed by the
 least-norm move of the positive variables (a full slack group moves at
-constant sum; :func:`msvm.diagnostics.repair_equality`), the scores are
+constant sum; where that move would leave the box, the least-norm one within
+it, for machines whose slack groups are single variables:
+:func:`msvm.diagnostics.repair_equality`), the scores are
 updated from the cached rows, and the certificate the estimator will
 compute -- b from the KKT conditions (:func:`msvm.diagnostics.bias_from_kkt`)
 and the largest KKT violation with it (:func:`msvm.diagnostics.kkt_violation`)
@@ -520,7 +522,7 @@ def _repaired(problem: DualProblem, cache, rho: float, alpha: np.ndarray,
     ``cache`` (rows of k + ρ, hence the correction by ρ Σ Δβ).  None when the
     repair fails.
     """
-    out = repair_equality(problem, alpha, rtol=EQUALITY_RTOL)
+    out = repair_equality(problem, alpha, rtol=EQUALITY_RTOL, bounded=True)
     if out is None:
         return None
     moved = np.flatnonzero(np.any(out != alpha, axis=1))
