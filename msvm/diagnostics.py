@@ -227,10 +227,8 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray, rtol: float = 0.0,
             hinge and np.any(problem.slack_sums(out) > cap[:, None] * (1 + 1e-12))):
         if not (bounded and hinge and problem.machine.own_slacks):
             return None
-        # A full singleton group stays (its row of N is zero); the others move within
-        # [−α, C − α].
-        N.eliminate_zeros()
-        moving = np.flatnonzero(np.diff(N.indptr))
+        # A full singleton group stays; the others move within [−α, C − α].
+        moving = np.setdiff1d(np.arange(len(positive)), full)
         delta = _least_norm_in_box(np.asarray((N[moving] @ U).T), residual, -start[moving],
                                    cap[i[moving]] - start[moving], max(rtol, 1e-12) * scale)
         if delta is None:
