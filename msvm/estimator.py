@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 
@@ -43,6 +44,7 @@ from msvm.kernels import (
 from msvm.machines import MACHINES, make_machine
 from msvm.problem import DualProblem, class_coefficients
 from msvm.solvers import ESTIMATOR_OPTIONS, SOLVERS, TOL_FLOOR, get_solver, resolve_solver
+from msvm.solvers._common import limit_blas_threads, n_threads
 from msvm.solvers.online import STRATEGIES, OnlineStream
 
 __all__ = ["MultiClassSVC", "FitSetup", "MsvmVersionWarning"]
@@ -55,7 +57,7 @@ _DEFINING_OPTIONS = frozenset({"online_strategy", "epochs"})
 #: factor of ``tol`` (the solver's own test passed on its running scores).
 _KKT_SLACK = 1.0 + 1e-6
 
-# Test rows whose kernel columns are computed at once in decision_function.
+# Test rows scored at once in decision_function (a block of _add_by_blocks).
 _PREDICT_CHUNK = 2048
 
 #: Statuses that are not a failure to converge: the online solver stopped after
@@ -257,9 +259,12 @@ default='rbf'
         ``'max_iter'`` and a :class:`~sklearn.exceptions.ConvergenceWarning`.
     n_jobs : int or None, default=None
         Threads of solvers that use them (``'s2do'``: Gram rows and the
-        per-iteration passes); None means 1 (also inside a joblib
-        ``parallel_backend`` context, so that each fit of a parallel search
-        takes one core), -1 all cores.  The solution does not depend on it.
+        per-iteration passes) and of :meth:`predict` and
+        :meth:`decision_function` (blocks of test rows, BLAS on one thread
+        each; with None or 1, BLAS keeps its own threads); None means 1
+        (also inside a joblib ``parallel_backend`` context, so that each fit
+        of a parallel search takes one core), -1 all cores.  The solution and
+        the scores do not depend on it (beyond round-off).
         S2DO times its passes on one thread against all from time to time
         and keeps the faster; it runs on one thread while other processes
         hold the cores, and starts with the timing where the OpenMP threads
@@ -1087,17 +1092,21 @@ default='rbf'
         scores = np.tile(self.intercept_, (n, 1))
         if len(self.support_) == 0:
             return scores
-        if self._precomputed:
-            return scores + np.asarray(X[:, self.support_] @ self.dual_coef_)
-        if getattr(self, "coef_", None) is not None:
-            return scores + safe_sparse_dot(X, self.coef_.T, dense_output=True)
-        if callable(self.kernel):
+        if callable(self.kernel):   # the user's function: once, on this thread
             return scores + callable_block(self.kernel, X, self.support_vectors_) @ self.dual_coef_
-        kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,
-                        degree=self.degree, coef0=self.coef0)
-        for begin in range(0, n, _PREDICT_CHUNK):
-            rows = slice(begin, min(begin + _PREDICT_CHUNK, n))
-            scores[rows] += kernel.block(X[rows]) @ self.dual_coef_
+        if self._precomputed:
+            def part(rows):
+                return np.asarray(X[rows][:, self.support_] @ self.dual_coef_)
+        elif getattr(self, "coef_", None) is not None:
+            def part(rows):
+                return safe_sparse_dot(X[rows], self.coef_.T, dense_output=True)
+        else:
+            kernel = Kernel(self.support_vectors_, self.kernel, gamma=self.gamma_,
+                            degree=self.degree, coef0=self.coef0)
+
+            def part(rows):
+                return kernel.block(X[rows]) @ self.dual_coef_
+        _add_by_blocks(scores, part, 1 if self.n_jobs is None else n_threads(self.n_jobs))
         return scores
 
     def decision_function(self, X):
@@ -1136,6 +1145,34 @@ default='rbf'
         """
         scores = self._scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
+    """``scores[rows] += part(rows)`` over blocks of at most _PREDICT_CHUNK rows.
+
+    On one thread (``n_jobs=None`` or 1) the blocks run here and BLAS keeps its
+    own threads.  On several, they are shared among ``threads`` threads (numpy
+    and BLAS release the GIL), each with BLAS on one thread: OpenBLAS's idle
+    threads busy-wait for a while after every call, on the cores that the
+    next multi-threaded fit needs (``benchmarks/bench_fit_after_predict.py``).
+    ``concurrent.futures`` rather than joblib's threading backend, which takes
+    longer to start than a small prediction takes.
+    """
+    n = scores.shape[0]
+    size = min(_PREDICT_CHUNK, -(-n // threads))
+    starts = range(0, n, size)
+
+    def add(begin: int) -> None:
+        rows = slice(begin, min(begin + size, n))
+        scores[rows] += part(rows)
+
+    if threads == 1:
+        for begin in starts:
+            add(begin)
+        return
+    with limit_blas_threads(1), ThreadPoolExecutor(min(threads, len(starts))) as pool:
+        for _ in pool.map(add, starts):   # re-raises a block's exception
+            pass
 
 
 def _same(value, default) -> bool:

@@ -12,8 +12,10 @@ import threading
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from joblib import cpu_count, parallel_backend, parallel_config
 from sklearn.datasets import load_wine
+from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
 
 from msvm import MultiClassSVC, RadiusMarginSearch, loo_error
@@ -164,3 +166,34 @@ def test_solver_threads_honour_the_openmp_limit():
     assert n_threads(None) == 1 and n_threads(1) == 1
     with threadpool_limits(limits=1, user_api="openmp"):
         assert n_threads(2) == 1 and n_threads(-1) == 1
+
+
+@pytest.mark.parametrize("case", ["rbf", "rbf-csr", "linear", "precomputed"])
+def test_prediction_on_threads_equals_the_scores_by_hand(wine, case, monkeypatch):
+    """With n_jobs=2 the test rows are scored in blocks on two threads (BLAS on one
+    thread each); every block must land on its own rows, and BLAS's thread counts
+    come back afterwards.  Blocks of 16 rows make 12 of them for the 178 points."""
+    from threadpoolctl import threadpool_info
+
+    import msvm.estimator
+
+    X, y = wine
+    kernel = "linear" if case == "linear" else "rbf"
+    est = MultiClassSVC(kernel=kernel, C=1.0, gamma=0.1, fit_intercept=True)
+    if case == "precomputed":
+        est.set_params(kernel="precomputed").fit(X @ X.T, y)
+        by_hand = (X @ X[est.support_].T) @ est.dual_coef_ + est.intercept_
+        X_test = X @ X.T
+    else:
+        est.fit(X, y)
+        K = X @ est.support_vectors_.T if kernel == "linear" else rbf_kernel(
+            X, est.support_vectors_, gamma=0.1)
+        by_hand = K @ est.dual_coef_ + est.intercept_
+        X_test = sp.csr_matrix(X) if case == "rbf-csr" else X
+    assert (getattr(est, "coef_", None) is not None) == (case == "linear")
+    monkeypatch.setattr(msvm.estimator, "_PREDICT_CHUNK", 16)
+    before = [lib["num_threads"] for lib in threadpool_info()]
+    scores = est.set_params(n_jobs=2).decision_function(X_test)
+    assert [lib["num_threads"] for lib in threadpool_info()] == before
+    np.testing.assert_allclose(scores, by_hand, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(est.predict(X_test), est.classes_[by_hand.argmax(axis=1)])

@@ -1,0 +1,177 @@
+"""A fit after a prediction: the loop of a parameter search, fit then score, repeated.
+
+Each worker process (:func:`benchmarks.runs.spawn`) loads one configuration
+and runs ``--rounds`` rounds of ``fit(X, y)`` then ``score(X_test, y_test)``,
+either back to back (``after predict``, as ``GridSearchCV`` does on each
+worker) or with a pause of ``--pause`` seconds between the score and the next
+fit (``after pause``, the control).  OpenBLAS's idle threads busy-wait for a
+while after a multi-threaded call; a prediction that leaves them spinning
+takes a core from the next fit's threads, so the ratio of the two fit times
+shows what a prediction costs the fit after it.  msvm runs with
+``--n-jobs`` threads (fit and predict), scikit-learn's libsvm ``SVC`` (one
+thread, the protocol's C) is the peer in the same loop.  Medians over the
+rounds after the first (the first fit of a process pays one-time costs).
+
+Files (``results/``): ``<tag>.jsonl``, ``<tag>.csv``, ``<tag>.txt`` and
+``<tag>.png`` (fit time after a prediction over fit time after a pause, and
+the prediction's time).  Measure on an idle machine::
+
+    python -m benchmarks.bench_fit_after_predict
+    python -m benchmarks.bench_fit_after_predict usps-ww --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from benchmarks.configs import CONFIGS, gamma_of
+from benchmarks.data import load
+from benchmarks.results import RESULTS, header, pyplot, write, write_summary
+from benchmarks.runs import answer, common_arguments, spawn
+
+DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
+MODES = ("after predict", "after pause")
+SOLVERS = ("msvm", "SVC (libsvm)")
+CSV_FIELDS = ["config", "solver", "mode", "n_jobs", "fit_median", "predict_median", "fits",
+              "predicts", "test_error", "status"]
+
+
+def run_one(spec: dict) -> dict:
+    """The rounds of ``spec`` in this process: fit times and prediction (score) times."""
+    from sklearn.svm import SVC
+
+    from msvm import MultiClassSVC
+
+    config = CONFIGS[spec["config"]]
+    X, y, X_test, y_test = load(config.dataset, config.n_train)
+    if spec["solver"] == "msvm":
+        est = MultiClassSVC(model=config.model, C=config.C, gamma=config.gamma, tol=config.tol,
+                            cache_size=config.cache_size, fit_intercept=config.bias,
+                            n_jobs=spec["n_jobs"])
+    else:
+        est = SVC(C=config.peer_C, gamma=gamma_of(config, X), tol=1e-3,
+                  cache_size=config.cache_size)
+    fits, predicts = [], []
+    for _ in range(spec["rounds"]):
+        tic = time.perf_counter()
+        est.fit(X, y)
+        fits.append(time.perf_counter() - tic)
+        tic = time.perf_counter()
+        accuracy = est.score(X_test, y_test)
+        predicts.append(time.perf_counter() - tic)
+        if spec["mode"] == "after pause":
+            time.sleep(spec["pause"])
+    return dict(spec, fits=fits, predicts=predicts, test_error=1.0 - accuracy,
+                fit_median=statistics.median(fits[1:]),
+                predict_median=statistics.median(predicts[1:]), status="ok")
+
+
+def find(rows: list[dict], config: str, solver: str, mode: str) -> dict | None:
+    return next((r for r in rows if r["config"] == config and r["solver"] == solver
+                 and r["mode"] == mode and r.get("status") == "ok"), None)
+
+
+def penalty(rows: list[dict], config: str, solver: str) -> float | None:
+    """Median fit time after a prediction over that after a pause."""
+    a, b = (find(rows, config, solver, m) for m in MODES)
+    return a["fit_median"] / b["fit_median"] if a and b else None
+
+
+def summary(rows: list[dict], configs: list[str]) -> list[str]:
+    lines = [f"{'config':14s} {'solver':13s} {'mode':14s} {'fit s':>7s} {'predict s':>9s} "
+             f"{'err %':>6s} {'fit after predict / after pause':>32s}"]
+    for c in configs:
+        for s in SOLVERS:
+            for m in MODES:
+                r = find(rows, c, s, m)
+                if r is None:
+                    lines.append(f"{c:14s} {s:13s} {m:14s} no result")
+                    continue
+                p = penalty(rows, c, s) if m == MODES[0] else None
+                lines.append(f"{c:14s} {s:13s} {m:14s} {r['fit_median']:7.3f} "
+                             f"{r['predict_median']:9.4f} {100 * r['test_error']:6.2f} "
+                             f"{'' if p is None else f'{p:32.2f}'}")
+    return lines
+
+
+def plot(rows: list[dict], configs: list[str], path, title: str) -> None:
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    x = range(len(configs))
+    for k, s in enumerate(SOLVERS):
+        ratios = [penalty(rows, c, s) or float("nan") for c in configs]
+        left.bar([i + 0.4 * k for i in x], ratios, width=0.4, label=s)
+        predicts = [(find(rows, c, s, MODES[1]) or {}).get("predict_median", float("nan"))
+                    for c in configs]
+        right.bar([i + 0.4 * k for i in x], predicts, width=0.4, label=s)
+    left.axhline(1.0, color="grey", lw=1)
+    left.set_ylabel("fit after a prediction / after a pause")
+    right.set_ylabel("prediction (score) time, s")
+    right.set_yscale("log")
+    for ax in (left, right):
+        ax.set_xticks([i + 0.2 for i in x], configs, fontsize=8)
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="*", help=f"configurations (default: "
+                        f"{DEFAULT_CONFIGS}); known: {list(CONFIGS)}")
+    parser.add_argument("--rounds", type=int, default=7, help="fit-score rounds (default 7)")
+    parser.add_argument("--pause", type=float, default=0.5,
+                        help="seconds between a score and the next fit in the control "
+                             "(default 0.5)")
+    parser.add_argument("--n-jobs", type=int, default=2, help="msvm's threads (default 2)")
+    common_arguments(parser, timeout=1800)
+    args = parser.parse_args(argv)
+    if args.worker:
+        answer(run_one(json.loads(args.worker)))
+        return 0
+    configs = args.configs or DEFAULT_CONFIGS
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2 (the first round is not counted)")
+    tag = args.tag or time.strftime("fit-after-predict-%Y%m%d-%H%M%S")
+    rows: list[dict] = []
+    try:
+        for c in configs:
+            for s in SOLVERS:
+                for m in MODES:
+                    spec = dict(config=c, solver=s, mode=m, n_jobs=args.n_jobs,
+                                rounds=args.rounds, pause=args.pause)
+                    row = spawn("benchmarks.bench_fit_after_predict", spec, args.timeout)
+                    rows.append(row)
+                    print(f"{c} {s} {m}: fit {row.get('fit_median', float('nan')):.3f} s, "
+                          f"predict {row.get('predict_median', float('nan')):.4f} s, "
+                          f"{row.get('status')}", flush=True)
+                    if row.get("error"):
+                        print(row["error"], file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted: nothing written", file=sys.stderr)
+        return 130
+    lines = [header("fit-after-predict", tag,
+                    f"msvm n_jobs={args.n_jobs}, SVC (libsvm) 1 thread; medians of "
+                    f"{args.rounds - 1} rounds after the first; pause {args.pause} s"),
+             *summary(rows, configs)]
+    png = RESULTS / f"{tag}.png"
+    plot(rows, configs, png, f"a fit after a prediction, {tag}")
+    lines.append(f"plot: {png.name}")
+    jsonl, csv_path = write(rows, tag, CSV_FIELDS)
+    write_summary(lines, tag)
+    print(f"wrote results/{jsonl.name}, results/{csv_path.name}, results/{tag}.txt, "
+          f"results/{png.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
