@@ -263,3 +263,36 @@ def test_a_spoilt_quasi_newton_matrix_is_not_followed(monkeypatch):
     X, y = blobs(6, 4, 120, spread=2.0)
     problem = make_problem("ww", X, y, C=1.0, bias=True, gamma=0.05)
     _check(problem, s2do_bias.solve(problem, tol=1e-6), cvxpy_reference(problem), 1e-6)
+
+
+@pytest.mark.parametrize("blas_threads", [1, None])
+def test_the_checks_between_inner_solves_run_under_the_blas_limit(monkeypatch, blas_threads):
+    """The Python-level work between the inner loops (here the certificate's check,
+    ``_verify``) runs under ``blas_threads`` like the loops: OpenBLAS threads left
+    busy-waiting after a multi-threaded call would hold the cores the next inner
+    loop needs.  With None the library's own setting holds.  (Each BLAS library is
+    compared with itself under the same limit: a single-threaded build stays at 1.)"""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads_now():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+                if lib["user_api"] == "blas"}
+
+    seen = []
+    verify = s2do_bias._verify
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads_now())
+        return verify(*args, **kwargs)
+
+    monkeypatch.setattr(s2do_bias, "_verify", spy)
+    X, y = blobs(6, 4, 80, spread=2.0)
+    problem = make_problem("ww", X, y, C=1.0, bias=True)
+    with threadpool_limits(limits=blas_threads or 2, user_api="blas"):
+        expected = blas_threads_now()
+    with threadpool_limits(limits=2, user_api="blas"):
+        outside = blas_threads_now()
+        solution = s2do_bias.solve(problem, tol=1e-6, blas_threads=blas_threads, n_jobs=2)
+        assert blas_threads_now() == outside
+    assert solution.status == "optimal" and seen
+    assert all(threads == expected for threads in seen)

@@ -18,9 +18,10 @@ verbose, **options) -> DualSolution`` and declares what it can do:
     certificate), ``'fw_gap'`` (the Frank–Wolfe gap relative to the dual) or
     None (the reference solvers, which solve to their backend's precision).
 ``BLAS_THREADS``
-    Whether ``solve`` takes ``blas_threads``: the BLAS threads while its
-    compiled loop runs (default 1; None leaves the BLAS library's setting,
-    e.g. for a precomputed kernel, whose loop calls no BLAS).
+    Whether ``solve`` takes ``blas_threads``: the BLAS threads while it runs
+    its compiled loop (S2DO and S2DO with a bias: the whole solve; default 1;
+    None leaves the BLAS library's setting, e.g. for a precomputed kernel,
+    whose loop calls no BLAS).
 
 :func:`get_solver` imports a module only when it is asked for, so that e.g.
 cvxpy is not loaded by a user who never calls it.

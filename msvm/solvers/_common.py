@@ -12,7 +12,8 @@ implementation here, so that every solver does it the same way:
 * option checks (:func:`iteration_budget`, :func:`check_cache_size`,
   :func:`check_trace`, :func:`n_threads`, :func:`float32`) raising the same
   ``ValueError`` for the same mistake;
-* :func:`limit_blas_threads`: the BLAS thread limit while a compiled loop runs;
+* :func:`limit_blas_threads`: the BLAS thread limit while a compiled loop runs, and
+  :func:`blas_limited`: a whole ``solve`` under it;
 * :func:`drive`: the time-sliced call of a compiled loop, with the stall
   watch, and :data:`STATUS`: its return codes as the status names of
   :class:`~msvm.problem.DualSolution`; :class:`ContentionWatch`: a
@@ -24,7 +25,9 @@ implementation here, so that every solver does it the same way:
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -381,6 +384,29 @@ def limit_blas_threads(n: int | None):
         yield
 
 
+def blas_limited(solve: Callable[..., DualSolution]) -> Callable[..., DualSolution]:
+    """``solve`` run as a whole under its ``blas_threads`` limit (:func:`limit_blas_threads`).
+
+    For a solver whose Python-level work between compiled loops calls BLAS
+    (``s2do_bias``'s checks and repairs between its inner solves): after a
+    multi-threaded call OpenBLAS's idle threads busy-wait for a while, on the
+    cores that the next loop's threads need.
+    """
+    default = inspect.signature(solve).parameters["blas_threads"].default
+
+    @functools.wraps(solve)
+    def limited(*args, **kwargs):
+        with limit_blas_threads(kwargs.get("blas_threads", default)):
+            return solve(*args, **kwargs)
+
+    return limited
+
+
+#: The code of :func:`blas_limited`'s wrappers, one for all: frames that
+#: :func:`warn_not_converged` skips.
+_LIMITED = blas_limited(lambda *, blas_threads=None: None).__code__
+
+
 def drive(run: Callable[[], int], after: Callable[[int], None] | None = None,
           stall: StallWatch | None = None) -> int:
     """Run a compiled loop in time slices until it stops; its final code.
@@ -605,4 +631,8 @@ def warn_not_converged(solver: str, status: str, budget: str, shortfall: str) ->
 
     reason = (f"at {budget}" if status == "max_iter" else
               "when its dual objective stopped increasing (progress below round-off)")
-    warnings.warn(f"{solver} stopped {reason} {shortfall}.", ConvergenceWarning, stacklevel=3)
+    level, frame = 3, sys._getframe(2)   # the caller of solve, past blas_limited's wrapper
+    while frame is not None and frame.f_code is _LIMITED:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(f"{solver} stopped {reason} {shortfall}.", ConvergenceWarning,
+                  stacklevel=level)

@@ -39,12 +39,12 @@ from msvm.solvers._common import (
     Clock,
     ContentionWatch,
     Counters,
+    blas_limited,
     check_trace,
     drive,
     fill_gram,
     float32,
     iteration_budget,
-    limit_blas_threads,
     machine_tables,
     n_threads,
     start_point,
@@ -122,6 +122,7 @@ def configure(state, *, complete_at: int = 0, tune_threads: bool = True, lazy: b
         state.focus_size = 0
 
 
+@blas_limited
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, shrinking: bool = True, fast: bool = True,
           blas_threads: int | None = 1, n_jobs: int | None = None,
@@ -166,8 +167,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         violating one) when the machine allows it; ``False`` forces the
         generic loop (exact Algorithm 4 over all variables, O(m·P) per step).
     blas_threads : int or None
-        BLAS threads for the Gram-row products while the loop runs (default
-        1; None leaves the BLAS library's setting).  A row is one ``dgemv``
+        BLAS threads for the whole solve, Gram-row products included
+        (default 1; None leaves the BLAS library's setting).  A row is one ``dgemv``
         of m × d, too small to share: OpenBLAS's worker threads then
         busy-wait between calls and take the core the loop runs on (the
         benchmark notes, ``benchmarks/README.md``, give the cost).
@@ -275,19 +276,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
 
     def new_state():
         """The compiled loop's state from α (the rows of its non-zero examples computed)."""
-        with limit_blas_threads(blas_threads):
-            state = S2DOState(
-                cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
-                tol=tol, centred=tables.centred, shrinking=bool(shrinking), fast=tables.fast,
-                n_threads=threads, **tables.shared(),
-            )
+        state = S2DOState(
+            cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
+            tol=tol, centred=tables.centred, shrinking=bool(shrinking), fast=tables.fast,
+            n_threads=threads, **tables.shared(),
+        )
         configure(state, complete_at=complete_at, tune_threads=tune_threads, lazy=lazy,
                   block_steps=block_steps, block_size=block_size, focus=focus,
                   prefetch=prefetch, slot_partner=slot_partner)
         return state
 
-    with limit_blas_threads(blas_threads):
-        complete_at = fill_gram(cache, threads, prefetch, watch=tune_threads)
+    complete_at = fill_gram(cache, threads, prefetch, watch=tune_threads)
     state = new_state()
     counters = Counters(_COUNTERS)
     handover = _qp.Handover(problem, FINISH_AFTER, finish)
@@ -320,8 +319,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         return count("n_iter")
 
     def run() -> int:
-        with limit_blas_threads(blas_threads):
-            return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
+        return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
 
     def to_finish(code: int) -> bool:
         return handover.due(code, used(), budget)
@@ -356,8 +354,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     certified, certify_time = None, 0.0
     if certify:
         tic = time.perf_counter()
-        with limit_blas_threads(blas_threads):
-            certified = problem.scores(problem.beta(alpha), cache=cache)
+        certified = problem.scores(problem.beta(alpha), cache=cache)
         certify_time = time.perf_counter() - tic
     return DualSolution(
         alpha=alpha,

@@ -119,11 +119,11 @@ from msvm.solvers._common import (
     Clock,
     ContentionWatch,
     Counters,
+    blas_limited,
     drive,
     fill_gram,
     float32,
     iteration_budget,
-    limit_blas_threads,
     machine_tables,
     n_threads,
     start_point,
@@ -176,6 +176,7 @@ def supported(problem: DualProblem) -> str | None:
     return None
 
 
+@blas_limited
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           cache_size: float = 200.0, blas_threads: int | None = 1, n_jobs: int | None = None,
           cache_dtype: str = "float64", rho: float | None = None,
@@ -270,19 +271,17 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     gamma = targets(b)
     shared = tables.shared()
     inner_tol = max(inner_fraction * tol, 1e-12)
-    with limit_blas_threads(blas_threads):
-        complete_at = fill_gram(cache, threads, s2do_options.get("prefetch", True),
-                                watch=s2do_options.get("tune_threads", True))
+    complete_at = fill_gram(cache, threads, s2do_options.get("prefetch", True),
+                            watch=s2do_options.get("tune_threads", True))
 
     def new_state(tol: float):
         """The compiled loop's state on α and the current targets ``gamma``."""
-        with limit_blas_threads(blas_threads):
-            fresh = S2DOState(
-                cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
-                tol=tol, centred=tables.centred,
-                shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
-                n_threads=threads, **dict(shared, gamma=gamma),
-            )
+        fresh = S2DOState(
+            cache, problem.y, alpha, C=problem.capacity, shift=problem.kernel_shift,
+            tol=tol, centred=tables.centred,
+            shrinking=bool(s2do_options.get("shrinking", True)), fast=tables.fast,
+            n_threads=threads, **dict(shared, gamma=gamma),
+        )
         configure(fresh, complete_at=complete_at,
                   **{k: v for k, v in s2do_options.items() if k not in ("shrinking", "fast")})
         return fresh
@@ -316,8 +315,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         return counters.total(state, "n_iter")
 
     def run() -> int:
-        with limit_blas_threads(blas_threads):
-            return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
+        return state.run(max(handover.cap(budget - used(), used()), 0), watch.slice_length)
 
     def inner_solve() -> int:
         """The loop to its tolerance, through an active-set finish of its augmented
@@ -413,13 +411,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     certified, certify_time = None, 0.0
     if certify:
         tic = time.perf_counter()
-        with limit_blas_threads(blas_threads):
-            beta = problem.beta(alpha)
-            certified, covered = cache.cached_matmul(beta)
-            certified -= rho * beta[covered].sum(axis=0)[None, :]
-            certified += problem.kernel.matmul(np.where(covered[:, None], 0.0, beta))
-            if problem.has_shift:
-                certified += problem.kernel_shift[:, None] * beta
+        beta = problem.beta(alpha)
+        certified, covered = cache.cached_matmul(beta)
+        certified -= rho * beta[covered].sum(axis=0)[None, :]
+        certified += problem.kernel.matmul(np.where(covered[:, None], 0.0, beta))
+        if problem.has_shift:
+            certified += problem.kernel_shift[:, None] * beta
         certify_time = time.perf_counter() - tic
     return DualSolution(
         alpha=alpha,
