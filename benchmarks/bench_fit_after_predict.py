@@ -7,14 +7,16 @@ worker) or with a pause of ``--pause`` seconds between the score and the next
 fit (``after pause``, the control).  OpenBLAS's idle threads busy-wait for a
 while after a multi-threaded call; a prediction that leaves them spinning
 takes a core from the next fit's threads, so the ratio of the two fit times
-shows what a prediction costs the fit after it.  msvm runs with
-``--n-jobs`` threads (fit and predict), scikit-learn's libsvm ``SVC`` (one
-thread, the protocol's C) is the peer in the same loop.  Medians over the
-rounds after the first (the first fit of a process pays one-time costs).
+shows what a prediction costs the fit after it.  A third worker times the
+whole loop as a user runs it: ``GridSearchCV`` (3 folds, one process) over
+C / 5, C and 5 C.  msvm runs with ``--n-jobs`` threads (fit and predict),
+scikit-learn's libsvm ``SVC`` (one thread, the protocol's C) is the peer in
+the same loops.  Medians over the rounds after the first (the first fit of a
+process pays one-time costs).
 
 Files (``results/``): ``<tag>.jsonl``, ``<tag>.csv``, ``<tag>.txt`` and
-``<tag>.png`` (fit time after a prediction over fit time after a pause, and
-the prediction's time).  Measure on an idle machine::
+``<tag>.png`` (fit time after a prediction over fit time after a pause, the
+prediction's time and the search's).  Measure on an idle machine::
 
     python -m benchmarks.bench_fit_after_predict
     python -m benchmarks.bench_fit_after_predict usps-ww --rounds 5
@@ -35,9 +37,10 @@ from benchmarks.runs import answer, common_arguments, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
 MODES = ("after predict", "after pause")
+SEARCH = "grid search"
 SOLVERS = ("msvm", "SVC (libsvm)")
-CSV_FIELDS = ["config", "solver", "mode", "n_jobs", "fit_median", "predict_median", "fits",
-              "predicts", "test_error", "status"]
+CSV_FIELDS = ["config", "solver", "mode", "n_jobs", "fit_median", "predict_median",
+              "search_time", "fits", "predicts", "test_error", "status"]
 
 
 def run_one(spec: dict) -> dict:
@@ -55,6 +58,18 @@ def run_one(spec: dict) -> dict:
     else:
         est = SVC(C=config.peer_C, gamma=gamma_of(config, X), tol=1e-3,
                   cache_size=config.cache_size)
+    if spec["mode"] == SEARCH:
+        from sklearn.model_selection import GridSearchCV
+
+        C = est.get_params()["C"]
+        search = GridSearchCV(est, {"C": [C / 5, C, 5 * C]}, cv=3)
+        tic = time.perf_counter()
+        search.fit(X, y)
+        return dict(spec, search_time=time.perf_counter() - tic,
+                    fit_median=float(statistics.median(search.cv_results_["mean_fit_time"])),
+                    predict_median=float(statistics.median(
+                        search.cv_results_["mean_score_time"])),
+                    test_error=1.0 - search.score(X_test, y_test), status="ok")
     fits, predicts = [], []
     for _ in range(spec["rounds"]):
         tic = time.perf_counter()
@@ -95,12 +110,20 @@ def summary(rows: list[dict], configs: list[str]) -> list[str]:
                 lines.append(f"{c:14s} {s:13s} {m:14s} {r['fit_median']:7.3f} "
                              f"{r['predict_median']:9.4f} {100 * r['test_error']:6.2f} "
                              f"{'' if p is None else f'{p:32.2f}'}")
+    lines.append(f"{'config':14s} {'solver':13s} GridSearchCV(cv=3, 3 values of C): s, "
+                 "the median over C of the folds' mean fit and score times")
+    for c in configs:
+        for s in SOLVERS:
+            r = find(rows, c, s, SEARCH)
+            lines.append(f"{c:14s} {s:13s} " + ("no result" if r is None else
+                         f"{r['search_time']:7.3f} s  fit {r['fit_median']:.3f} s  score "
+                         f"{r['predict_median']:.4f} s"))
     return lines
 
 
 def plot(rows: list[dict], configs: list[str], path, title: str) -> None:
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (left, right, search) = plt.subplots(1, 3, figsize=(14, 3.6))
     x = range(len(configs))
     for k, s in enumerate(SOLVERS):
         ratios = [penalty(rows, c, s) or float("nan") for c in configs]
@@ -108,11 +131,16 @@ def plot(rows: list[dict], configs: list[str], path, title: str) -> None:
         predicts = [(find(rows, c, s, MODES[1]) or {}).get("predict_median", float("nan"))
                     for c in configs]
         right.bar([i + 0.4 * k for i in x], predicts, width=0.4, label=s)
+        searches = [(find(rows, c, s, SEARCH) or {}).get("search_time", float("nan"))
+                    for c in configs]
+        search.bar([i + 0.4 * k for i in x], searches, width=0.4, label=s)
     left.axhline(1.0, color="grey", lw=1)
     left.set_ylabel("fit after a prediction / after a pause")
     right.set_ylabel("prediction (score) time, s")
     right.set_yscale("log")
-    for ax in (left, right):
+    search.set_ylabel("GridSearchCV, 3 folds x 3 C, s")
+    search.set_yscale("log")
+    for ax in (left, right, search):
         ax.set_xticks([i + 0.2 for i in x], configs, fontsize=8)
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
@@ -146,12 +174,13 @@ def main(argv=None) -> int:
     try:
         for c in configs:
             for s in SOLVERS:
-                for m in MODES:
+                for m in (*MODES, SEARCH):
                     spec = dict(config=c, solver=s, mode=m, n_jobs=args.n_jobs,
                                 rounds=args.rounds, pause=args.pause)
                     row = spawn("benchmarks.bench_fit_after_predict", spec, args.timeout)
                     rows.append(row)
                     print(f"{c} {s} {m}: fit {row.get('fit_median', float('nan')):.3f} s, "
+                          f"search {row.get('search_time', float('nan')):.3f} s, "
                           f"predict {row.get('predict_median', float('nan')):.4f} s, "
                           f"{row.get('status')}", flush=True)
                     if row.get("error"):
