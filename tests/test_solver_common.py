@@ -132,3 +132,50 @@ def test_blas_threads_declaration_matches_solve(name):
     """model_selection passes blas_threads exactly to the solvers that declare it."""
     module = get_solver(name)
     assert module.BLAS_THREADS == ("blas_threads" in inspect.signature(module.solve).parameters)
+
+
+def test_blas_limits_overlapping_in_threads_restore_the_counts_from_before():
+    """BLAS thread counts are global to the process: two threads whose limits
+    overlap (A enters, B enters, A leaves, B leaves) must keep the limit until the
+    last one leaves, and then leave every BLAS library as it was."""
+    import threading
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from msvm.solvers._common import limit_blas_threads
+
+    def counts():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+                if lib["user_api"] == "blas"}
+
+    before = counts()
+    with threadpool_limits(limits=1, user_api="blas"):
+        limited = counts()
+    assert counts() == before
+    a_in, b_in, a_out, b_out = (threading.Event() for _ in range(4))
+    seen = {}
+
+    def a():
+        with limit_blas_threads(1):
+            a_in.set()
+            b_in.wait()
+            seen["both inside"] = counts()
+        a_out.set()
+        b_out.wait()   # A, which set the limit, is still alive when B restores it
+
+    def b():
+        a_in.wait()
+        with limit_blas_threads(1):
+            b_in.set()
+            a_out.wait()
+            seen["after A left"] = counts()
+        seen["after both left"] = counts()
+        b_out.set()
+
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"both inside": limited, "after A left": limited, "after both left": before}
+    assert counts() == before

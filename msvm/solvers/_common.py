@@ -28,6 +28,7 @@ import functools
 import inspect
 import os
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -369,19 +370,73 @@ def float32(cache_dtype) -> bool:
 
 
 # ------------------------------------------------------------------ driving
+class _BlasLimit:
+    """The process's BLAS limit while any thread is inside :func:`limit_blas_threads`.
+
+    BLAS thread counts are global to the process.  Nested naively, limits
+    entered and left by several threads at once (fits or predictions in a
+    thread pool) restore each other's saved counts and can leave BLAS at one
+    thread for good; counted, the first to enter sets the limit and the last
+    to leave restores the counts from before.
+    """
+
+    lock = threading.Lock()
+    users = 0
+    limiter = None
+
+    @classmethod
+    def enter(cls, n: int) -> None:
+        with cls.lock:
+            if cls.users == 0:
+                cls.limiter = _as_controller(lambda: thread_pools().limit(limits=n,
+                                                                          user_api="blas"))
+            cls.users += 1
+
+    @classmethod
+    def leave(cls) -> None:
+        with cls.lock:
+            cls.users -= 1
+            if cls.users == 0:
+                _as_controller(cls.limiter.restore_original_limits)
+                cls.limiter = None
+
+
+def _as_controller(change: Callable[[], object]) -> object:
+    """``change()`` made by this thread whichever thread changed the limits last.
+
+    threadpoolctl (3.8 and later) lets one thread at a time change OpenBLAS's
+    process-wide thread count, silently ignoring the others; :class:`_BlasLimit`
+    may set the limit in one thread and restore it in another.
+    """
+    from threadpoolctl import OpenBLASController
+
+    release = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if release is None:
+        return change()
+    release(force=True)
+    try:
+        return change()
+    finally:
+        release(force=True)
+
+
 @contextmanager
 def limit_blas_threads(n: int | None):
     """Limit the BLAS library to ``n`` threads inside the block (None: leave it).
 
     A compiled loop's BLAS calls are small (one Gram row, one dgemv of m × d):
     BLAS worker threads would busy-wait between them on the core the loop
-    needs, so the solvers run with one BLAS thread by default.
+    needs, so the solvers run with one BLAS thread by default.  Blocks that
+    overlap in several threads share the limit of the first (:class:`_BlasLimit`).
     """
     if n is None:
         yield
         return
-    with thread_pools().limit(limits=int(n), user_api="blas"):
+    _BlasLimit.enter(int(n))
+    try:
         yield
+    finally:
+        _BlasLimit.leave()
 
 
 def blas_limited(solve: Callable[..., DualSolution]) -> Callable[..., DualSolution]:
