@@ -18,7 +18,7 @@ import json
 from benchmarks.configs import CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, write_csv, write_json
-from benchmarks.runs import common_arguments
+from benchmarks.runs import check_configs, common_arguments
 
 DEFAULT = ["usps-ww", "letter-cs", "mnist10k-cs"]
 FIELDS = ["config", "fit_s", "certify_s", "ratio", "score_drift", "n_support", "layout"]
@@ -49,9 +49,7 @@ def main(argv=None) -> int:
     common_arguments(parser)
     parser.add_argument("--m", type=int, default=None, help="first m training examples only")
     args = parser.parse_args(argv)
-    unknown = [c for c in args.configs if c not in CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    check_configs(parser, args.configs)
     rows = []
     for name in args.configs or DEFAULT:
         row = run(name, args.sparse, args.m)

@@ -33,7 +33,7 @@ import time
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_summary
-from benchmarks.runs import answer, common_arguments, spawn
+from benchmarks.runs import answer, check_configs, common_arguments, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
 MODES = ("after predict", "after pause")
@@ -164,9 +164,7 @@ def main(argv=None) -> int:
         answer(run_one(json.loads(args.worker)))
         return 0
     configs = args.configs or DEFAULT_CONFIGS
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    check_configs(parser, configs)
     if args.rounds < 2:
         parser.error("--rounds must be at least 2 (the first round is not counted)")
     tag = args.tag or time.strftime("fit-after-predict-%Y%m%d-%H%M%S")

@@ -46,7 +46,7 @@ import numpy as np
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl, write_summary
-from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
+from benchmarks.runs import answer, check_configs, common_arguments, peak_rss_mb, spawn
 from msvm.solvers.online import STRATEGIES
 
 #: The configurations of BENCHMARKS.md this benchmark runs, and the interval of
@@ -363,9 +363,7 @@ def main(argv=None) -> int:
         return report(rows, configs, tag, [f"msvm online benchmark report of {args.report}", ""])
 
     configs = args.configs or (["usps-llw"] if args.quick else DEFAULT)
-    unknown = [c for c in configs if c not in INTERVALS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(INTERVALS)}")
+    check_configs(parser, configs, INTERVALS)
     strategies = [s for s in args.strategies.split(",") if s]
     m = 1000 if args.quick else args.m
     interval = 0.2 if args.quick and args.interval is None else args.interval

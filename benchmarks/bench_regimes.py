@@ -74,6 +74,7 @@ from benchmarks.runs import (
     SVC_PEERS,
     answer,
     busy_core,
+    check_configs,
     common_arguments,
     fit_svc,
     fit_with_solution,
@@ -460,9 +461,7 @@ def main(argv=None) -> int:
 
     configs = args.configs or ((CONTENTION if args.contention else QUICK) if args.quick
                                else CONTENTION if args.contention else DEFAULT)
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    check_configs(parser, configs)
     if args.quick:
         args.m = args.m or QUICK_M
         args.repeat = args.repeat or 1

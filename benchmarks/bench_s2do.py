@@ -46,7 +46,15 @@ import numpy as np
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_summary
-from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
+from benchmarks.runs import (
+    answer,
+    check_configs,
+    common_arguments,
+    fit_svc,
+    peak_rss_mb,
+    predict_scores,
+    spawn,
+)
 
 DEFAULT = ["usps-ww", "usps-cs", "usps-llw", "letter-ww", "letter-cs", "mnist10k-cs"]
 SUBSETS = (1000, 2000, 4000, 7291)
@@ -215,9 +223,7 @@ def main(argv=None) -> int:
         return 0
 
     configs = args.configs or (["usps-ww", "usps-cs"] if args.quick else DEFAULT)
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    check_configs(parser, configs)
     m = args.m or (1000 if args.quick else None)
     layout = "csr" if args.sparse else "dense"
     tag = args.tag or time.strftime("s2do-%Y%m%d-%H%M%S")

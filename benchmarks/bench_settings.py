@@ -37,7 +37,7 @@ from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_summary
-from benchmarks.runs import answer, common_arguments, peak_rss_mb, spawn
+from benchmarks.runs import answer, check_configs, common_arguments, peak_rss_mb, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs"]
 #: The default changes: the cache (the estimator's default 200 MB and less), one
@@ -177,9 +177,7 @@ def main(argv=None) -> int:
         answer(run_one(json.loads(args.worker)))
         return 0
     configs = args.configs or DEFAULT_CONFIGS
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    check_configs(parser, configs)
     for s in args.set:
         try:
             parse_setting(s)

@@ -42,7 +42,7 @@ from benchmarks.bench_regimes import fit_msvm
 from benchmarks.configs import CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, strip_paths
-from benchmarks.runs import MARKER, ROOT, answer
+from benchmarks.runs import MARKER, ROOT, answer, check_configs
 
 #: perf's sampling frequency (Hz): a prime, so that it does not beat with periodic work.
 FREQUENCY = 997
@@ -160,9 +160,9 @@ def main(argv=None) -> int:
     if args.worker:
         answer(fit(json.loads(args.worker)))
         return 0
-    unknown = [c for c in args.configs if c not in CONFIGS]
-    if not args.configs or unknown:
-        parser.error(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
+    if not args.configs:
+        parser.error(f"name a configuration; known: {list(CONFIGS)}")
+    check_configs(parser, args.configs)
     if shutil.which("perf") is None:
         parser.error("needs Linux perf (linux-tools) on the PATH")
     tag = args.tag or time.strftime("profile-%Y%m%d-%H%M%S")

@@ -61,6 +61,17 @@ def spawn(module: str, spec: dict, timeout: float | None,
     return row
 
 
+def check_configs(parser: argparse.ArgumentParser, names, known=None) -> None:
+    """``parser.error`` naming the ``names`` that are not configurations of ``known``
+    (default :data:`benchmarks.configs.CONFIGS`)."""
+    from benchmarks.configs import CONFIGS
+
+    known = CONFIGS if known is None else known
+    unknown = [c for c in names if c not in known]
+    if unknown:
+        parser.error(f"unknown configuration(s) {unknown}; known: {list(known)}")
+
+
 def answer(row: dict) -> None:
     """Print a worker's result for :func:`spawn`."""
     print(MARKER + json.dumps(row), flush=True)
