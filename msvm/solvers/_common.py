@@ -408,9 +408,10 @@ def _as_controller(change: Callable[[], object]) -> object:
     process-wide thread count, silently ignoring the others; :class:`_BlasLimit`
     may set the limit in one thread and restore it in another.
     """
-    from threadpoolctl import OpenBLASController
+    import threadpoolctl
 
-    release = getattr(OpenBLASController, "clear_controlling_thread", None)
+    release = getattr(getattr(threadpoolctl, "OpenBLASController", None),
+                      "clear_controlling_thread", None)
     if release is None:
         return change()
     release(force=True)
