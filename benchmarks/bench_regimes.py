@@ -259,13 +259,15 @@ class Runner:
         """Every round of ``config``; returns the runs per solver (:func:`rounds_for`).
 
         ``rounds`` (e.g. from the idle runs of the contention mode) fixes them;
-        by default the first round decides.
+        by default the first round decides.  Even rounds run the specs in the
+        reverse order, so that a drift of the machine's speed over a round
+        (warming up, the spinning process settling) favours no solver.
         """
         specs = round_specs(config, args, peers, contention, n_jobs_list)
         first = [self.run(dict(s, round=1)) for s in specs]
         rounds = rounds or rounds_for(first, args)
         for k in range(2, max(rounds.values(), default=1) + 1):
-            for s in specs:
+            for s in specs if k % 2 else specs[::-1]:
                 if rounds.get(run_key(s), 1) >= k:
                     self.run(dict(s, round=k))
         return rounds
