@@ -57,8 +57,11 @@ _DEFINING_OPTIONS = frozenset({"online_strategy", "epochs"})
 #: factor of ``tol`` (the solver's own test passed on its running scores).
 _KKT_SLACK = 1.0 + 1e-6
 
-# Test rows scored at once in decision_function (a block of _add_by_blocks).
+# Test rows scored at once in decision_function (a block of _add_by_blocks), and the
+# fewest rows worth a block of their own on another thread (each block pays the
+# kernel's input checks; a thread pool costs more than scoring a few rows).
 _PREDICT_CHUNK = 2048
+_PREDICT_MIN_BLOCK = 256
 
 #: Statuses that are not a failure to converge: the online solver stopped after
 #: the epochs it was asked for (an approximation by design).
@@ -1159,7 +1162,7 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
     longer to start than a small prediction takes.
     """
     n = scores.shape[0]
-    size = min(_PREDICT_CHUNK, -(-n // threads))
+    size = min(_PREDICT_CHUNK, max(-(-n // threads), _PREDICT_MIN_BLOCK))
     starts = range(0, n, size)
 
     def add(begin: int) -> None:
@@ -1170,9 +1173,13 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
         for begin in starts:
             add(begin)
         return
-    with limit_blas_threads(1), ThreadPoolExecutor(min(threads, len(starts))) as pool:
-        for _ in pool.map(add, starts):   # re-raises a block's exception
-            pass
+    with limit_blas_threads(1):
+        if len(starts) == 1:
+            add(0)
+            return
+        with ThreadPoolExecutor(min(threads, len(starts))) as pool:
+            for _ in pool.map(add, starts):   # re-raises a block's exception
+                pass
 
 
 def _same(value, default) -> bool:

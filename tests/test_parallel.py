@@ -192,6 +192,7 @@ def test_prediction_on_threads_equals_the_scores_by_hand(wine, case, monkeypatch
         X_test = sp.csr_matrix(X) if case == "rbf-csr" else X
     assert (getattr(est, "coef_", None) is not None) == (case == "linear")
     monkeypatch.setattr(msvm.estimator, "_PREDICT_CHUNK", 16)
+    monkeypatch.setattr(msvm.estimator, "_PREDICT_MIN_BLOCK", 1)
     before = [lib["num_threads"] for lib in threadpool_info()]
     scores = est.set_params(n_jobs=2).decision_function(X_test)
     assert [lib["num_threads"] for lib in threadpool_info()] == before
