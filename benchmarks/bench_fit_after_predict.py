@@ -10,8 +10,9 @@ takes a core from the next fit's threads, so the ratio of the two fit times
 shows what a prediction costs the fit after it.  A third worker times the
 whole loop as a user runs it: ``GridSearchCV`` (3 folds, one process) over
 C / 5, C and 5 C.  msvm runs with ``--n-jobs`` threads (fit and predict),
-scikit-learn's libsvm ``SVC`` (one thread, the protocol's C) is the peer in
-the same loops.  Medians over the rounds after the first (the first fit of a
+scikit-learn's libsvm ``SVC`` (one thread, the protocol's C, the numeric γ
+of the whole training set where msvm's ``'scale'`` is computed on each fold)
+is the peer in the same loops.  Medians over the rounds after the first (the first fit of a
 process pays one-time costs).
 
 Files (``results/``): ``<tag>.jsonl``, ``<tag>.csv``, ``<tag>.txt`` and
