@@ -33,7 +33,7 @@ import time
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write, write_summary
+from benchmarks.results import RESULTS, header, pyplot, save_figure, write, write_summary
 from benchmarks.runs import answer, check_configs, common_arguments, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
@@ -144,10 +144,7 @@ def plot(rows: list[dict], configs: list[str], path, title: str) -> None:
     for ax in (left, right, search):
         ax.set_xticks([i + 0.2 for i in x], configs, fontsize=8)
         ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, title)
 
 
 def main(argv=None) -> int:

@@ -36,7 +36,7 @@ import time
 from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write, write_summary
+from benchmarks.results import RESULTS, header, pyplot, save_figure, write, write_summary
 from benchmarks.runs import answer, check_configs, common_arguments, peak_rss_mb, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs"]
@@ -157,10 +157,7 @@ def plot(rows: list[dict], configs: list[str], settings: list[str | None], path,
         ax.set_xticks([t for t in (0.25, 0.5, 1, 2, 4, 8)
                        if min(shown) / 1.5 <= t <= max(shown) * 1.5])
         ax.set_xlabel("fit time / own settings (log)")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, title)
 
 
 def main(argv=None) -> int:

@@ -97,3 +97,11 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(fig, path, title: str) -> None:
+    """``fig`` with the small suptitle ``title``, laid out, written to ``path`` and closed."""
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
