@@ -276,8 +276,10 @@ class _Reader:
         except ModelFileError:
             raise
         except (OSError, ValueError, EOFError, KeyError, IndexError, TypeError, OverflowError,
-                MemoryError, zipfile.BadZipFile, zlib.error, NotImplementedError) as exc:
-            # Truncation, flipped bytes (zip CRC), damaged .npy headers, pickled objects.
+                MemoryError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+                RuntimeError) as exc:
+            # Truncation, flipped bytes (zip CRC; a member's flags marking it encrypted:
+            # zipfile's RuntimeError), damaged .npy headers, pickled objects.
             self.fail(f"is corrupt or not a msvm model file ({type(exc).__name__}: {exc}).")
 
     def header(self, raw) -> dict:

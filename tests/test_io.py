@@ -474,6 +474,20 @@ def _outcome(path, X):
     return model
 
 
+def test_a_member_marked_encrypted_is_a_corrupt_file(saved, tmp_path):
+    """A flipped bit can mark an archive member as encrypted (bit 0 of its flags in
+    the zip's central directory); zipfile then raises RuntimeError, which the
+    loader must report as a corrupt file (hypothesis found this one)."""
+    _, good = saved
+    data = bytearray(good.read_bytes())
+    entry = data.index(b"PK\x01\x02")   # the first member's central directory entry
+    data[entry + 8] |= 0x01
+    path = tmp_path / "encrypted.msvm"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError, match="corrupt.*encrypted"):
+        msvm.load(path)
+
+
 @hypothesis.settings(max_examples=150, deadline=None, database=None,
                      suppress_health_check=list(hypothesis.HealthCheck))
 @hypothesis.given(edits=st.lists(_EDIT, min_size=1, max_size=3))
