@@ -33,7 +33,7 @@ import time
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, save_figure, write, write_summary
+from benchmarks.results import RESULTS, header, pyplot, save_figure, write_run
 from benchmarks.runs import answer, check_configs, common_arguments, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
@@ -190,11 +190,7 @@ def main(argv=None) -> int:
              *summary(rows, configs)]
     png = RESULTS / f"{tag}.png"
     plot(rows, configs, png, f"a fit after a prediction, {tag}")
-    lines.append(f"plot: {png.name}")
-    jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    write_summary(lines, tag)
-    print(f"wrote results/{jsonl.name}, results/{csv_path.name}, results/{tag}.txt, "
-          f"results/{png.name}")
+    write_run(rows, tag, CSV_FIELDS, lines, png)
     return 0
 
 

@@ -69,7 +69,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, REGIMES, STANDARD, TARGETS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write, write_jsonl, write_summary
+from benchmarks.results import RESULTS, header, pyplot, write_jsonl, write_run
 from benchmarks.runs import (
     SVC_PEERS,
     answer,
@@ -512,6 +512,7 @@ def main(argv=None) -> int:
                + (f", {QUICK_M}-example subsets (smoke run, not a measurement)"
                   if args.quick else ""))
     lines = [header("regimes", tag, details), *notes]
+    png = None   # the ratio plot, drawn outside the contention and wait-policy modes
     if args.contention:
         for busy in (False, True):
             lines.append(f"-- {'one core busy' if busy else 'idle'}")
@@ -525,11 +526,9 @@ def main(argv=None) -> int:
         title = (f"msvm / faster SVC peer, {tag}: {platform.machine()}, {os.cpu_count()} CPUs, "
                  f"msvm n_jobs={args.n_jobs}")
         png = RESULTS / f"{tag}-ratios.png"
-        if plot_ratios(rows, configs, peers, png, title):
-            lines.append(f"plot: {png.name}")
-    jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    write_summary(lines, tag)
-    print(f"wrote results/{jsonl.name}, results/{csv_path.name}, results/{tag}.txt")
+        if not plot_ratios(rows, configs, peers, png, title):
+            png = None
+    write_run(rows, tag, CSV_FIELDS, lines, png)
     return 0
 
 

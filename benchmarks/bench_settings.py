@@ -36,7 +36,7 @@ import time
 from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, save_figure, write, write_summary
+from benchmarks.results import RESULTS, header, pyplot, save_figure, write_run
 from benchmarks.runs import answer, check_configs, common_arguments, peak_rss_mb, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs"]
@@ -203,11 +203,7 @@ def main(argv=None) -> int:
              *summary(rows, configs, settings)]
     png = RESULTS / f"{tag}.png"
     plot(rows, configs, settings, png, f"msvm settings, {tag}")
-    lines.append(f"plot: {png.name}")
-    jsonl, csv_path = write(rows, tag, CSV_FIELDS)
-    write_summary(lines, tag)
-    print(f"wrote results/{jsonl.name}, results/{csv_path.name}, results/{tag}.txt, "
-          f"results/{png.name}")
+    write_run(rows, tag, CSV_FIELDS, lines, png)
     return 0
 
 

@@ -55,6 +55,19 @@ def write_csv(rows: list[dict], path: Path, fields: list[str]) -> Path:
     return path
 
 
+def write_run(rows: list[dict], tag: str, fields: list[str], lines: list[str],
+              figure: Path | None = None) -> None:
+    """A run's files: ``<tag>.jsonl`` and ``<tag>.csv`` (:func:`write`), the summary
+    ``lines`` as ``<tag>.txt`` (:func:`write_summary`, naming ``figure`` when the run
+    drew one), and a line listing them."""
+    if figure is not None:
+        lines = [*lines, f"plot: {figure.name}"]
+    jsonl, csv_path = write(rows, tag, fields)
+    write_summary(lines, tag)
+    names = [jsonl.name, csv_path.name, f"{tag}.txt"] + ([figure.name] if figure else [])
+    print("wrote " + ", ".join(f"results/{name}" for name in names))
+
+
 def write_summary(lines: list[str], tag: str) -> Path:
     """``results/<tag>.txt``: the summary ``lines`` (the first one a :func:`header`),
     also printed."""

@@ -525,6 +525,11 @@ default='rbf'
             raise ValueError("n_jobs == 0 has no meaning; use None (1 thread), a positive "
                              "number of threads or -1 (all cores).")
 
+    def _n_jobs(self) -> int:
+        """``n_jobs`` with None read as 1 thread, also inside a joblib context (where
+        joblib would read None as the backend's default)."""
+        return 1 if self.n_jobs is None else self.n_jobs
+
     def solver_options(self, setup: FitSetup) -> dict:
         """Keyword arguments of the solver's ``solve`` for ``setup`` (second step of fit).
 
@@ -571,7 +576,7 @@ default='rbf'
             "warm_start": None,
             "cache_size": float(self.cache_size),
             "cache_dtype": self.cache_dtype,
-            "n_jobs": 1 if self.n_jobs is None else self.n_jobs,
+            "n_jobs": self._n_jobs(),
             "random_state": self.random_state,
             "online_strategy": self.online_strategy,
             "epochs": self.epochs,
@@ -1109,7 +1114,7 @@ default='rbf'
 
             def part(rows):
                 return kernel.block(X[rows]) @ self.dual_coef_
-        _add_by_blocks(scores, part, 1 if self.n_jobs is None else n_threads(self.n_jobs))
+        _add_by_blocks(scores, part, n_threads(self._n_jobs()))
         return scores
 
     def decision_function(self, X):
