@@ -101,6 +101,9 @@ class ModelFileNotFoundError(ModelFileError, FileNotFoundError):
 def _to_json(value, where: str):
     """``value`` as plain JSON types (non-finite floats as ``{"$float": ...}``)."""
     if isinstance(value, dict):
+        if set(value) == {"$float"}:   # the header's spelling of a non-finite float
+            raise ModelFileError(f"Cannot store {where} = {value!r} in a model file: a dict whose "
+                                 "only key is '$float' is how the file writes NaN and infinity.")
         return {str(k): _to_json(v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [_to_json(v, f"{where}[{i}]") for i, v in enumerate(list(value))]
@@ -166,7 +169,8 @@ def save(model, path, *, metadata: dict | None = None) -> None:
     ------
     ModelFileError
         If the model cannot be stored (callable kernel, labels that are
-        neither numbers nor text, metadata that is not JSON).
+        neither numbers nor text, metadata that is not a dict of JSON
+        values).
     sklearn.exceptions.NotFittedError
         If the model is not fitted.
     """
@@ -178,6 +182,9 @@ def save(model, path, *, metadata: dict | None = None) -> None:
     if not isinstance(model, MultiClassSVC):
         raise ModelFileError(f"save() stores a msvm.MultiClassSVC, got {type(model).__name__}.")
     check_is_fitted(model)
+    if metadata is not None and not isinstance(metadata, dict):
+        # load() reads the metadata as a dict: anything else would make an unreadable file.
+        raise ModelFileError(f"metadata must be a dict, got {type(metadata).__name__}.")
     if callable(model.kernel):
         raise ModelFileError(
             "A model with a callable kernel cannot be saved to a model file: the kernel is code, "

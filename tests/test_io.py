@@ -163,6 +163,16 @@ def test_what_cannot_be_saved(blobs, tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_save_refuses_metadata_that_load_would_refuse(blobs, tmp_path):
+    # These were written, and then every load of the file failed.
+    model = MultiClassSVC().fit(*blobs)
+    with pytest.raises(ModelFileError, match="metadata must be a dict, got list"):
+        msvm.save(model, tmp_path / "m", metadata=[1, 2])
+    with pytest.raises(ModelFileError, match=r"metadata\.x = \{'\$float': 'big'\}.*NaN and inf"):
+        msvm.save(model, tmp_path / "m", metadata={"x": {"$float": "big"}})
+    assert not (tmp_path / "m").exists()
+
+
 def test_random_state_is_stored_as_data(blobs, tmp_path):
     X, y = blobs
     for seed, stored in [(np.int64(7), 7), (3, 3), (np.random.RandomState(0), None)]:
