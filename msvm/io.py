@@ -173,6 +173,9 @@ def save(model, path, *, metadata: dict | None = None) -> None:
         values).
     sklearn.exceptions.NotFittedError
         If the model is not fitted.
+    OSError
+        If the file cannot be written (its folder does not exist, it is a
+        directory, ...); the message names ``path``.
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -238,12 +241,18 @@ def save(model, path, *, metadata: dict | None = None) -> None:
     text = json.dumps(header, allow_nan=False, sort_keys=True).encode("utf-8")
     arrays["header"] = np.frombuffer(text, dtype=np.uint8)
     path = Path(os.fspath(path))
+    if not path.name or path.name == "..":
+        raise ModelFileError(f"Cannot write model file {os.fspath(path)!r}: not a file name.")
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         tmp.write_bytes(buffer.getvalue())
         os.replace(tmp, path)
+    except OSError as exc:
+        # Name the file asked for, not the temporary one (same OSError subclass, via errno).
+        raise OSError(exc.errno, f"Cannot write model file {str(path)!r}: {exc.strerror}") \
+            from exc
     finally:
         if tmp.exists():
             tmp.unlink()

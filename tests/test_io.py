@@ -173,6 +173,20 @@ def test_save_refuses_metadata_that_load_would_refuse(blobs, tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_unwritable_path_is_named_in_the_error(blobs, tmp_path):
+    # The OSError named the temporary file ('.m.model.tmp<pid>'), not the one asked for.
+    model = MultiClassSVC().fit(*blobs)
+    target = tmp_path / "no_such_folder" / "m.model"
+    with pytest.raises(FileNotFoundError, match="Cannot write model file .*no_such_folder/m"):
+        msvm.save(model, target)
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(IsADirectoryError, match="Cannot write model file .*adir'"):
+        msvm.save(model, tmp_path / "adir")
+    with pytest.raises(ModelFileError, match="not a file name"):
+        msvm.save(model, "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir"]   # no temporary file left
+
+
 def test_random_state_is_stored_as_data(blobs, tmp_path):
     X, y = blobs
     for seed, stored in [(np.int64(7), 7), (3, 3), (np.random.RandomState(0), None)]:
