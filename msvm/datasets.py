@@ -61,6 +61,10 @@ def _open_text(path: str):
     return open(path, "rb")
 
 
+#: Largest feature index scikit-learn's parser reads (a C int).
+_MAX_INDEX = 2**31 - 1
+
+
 def _line_problem(raw: bytes) -> str | None:
     """Why one line is not ``label [qid:n] idx:val ...`` (None when it is)."""
     try:
@@ -88,6 +92,8 @@ def _line_problem(raw: bytes) -> str | None:
             return f"{token!r} is not an integer index and a number"
         if index < 0:
             return f"the feature index {index} is negative"
+        if index > _MAX_INDEX:
+            return f"the feature index {index} is too large (at most {_MAX_INDEX})"
         if not np.isfinite(value):
             return f"the value of feature {index} is not finite"
     return None
@@ -145,7 +151,8 @@ def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"
     try:
         loaded = load_svmlight_files(paths, n_features=n_features, dtype=np.float64,
                                      zero_based=zero_based)
-    except (ValueError, OSError, EOFError, IndexError, TypeError, UnicodeError) as exc:
+    except (ValueError, OSError, EOFError, IndexError, TypeError, UnicodeError,
+            OverflowError) as exc:   # OverflowError: an index beyond a C int
         # sklearn's parser names neither the file nor the line: find them.
         for path in paths:
             problem = _first_bad_line(path)

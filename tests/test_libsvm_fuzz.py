@@ -39,3 +39,14 @@ def test_reader_returns_a_valid_matrix_or_a_clear_error(tmp_path_factory, conten
         return
     assert sp.issparse(X) and X.shape[0] == len(y) > 0
     assert np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))
+
+
+@pytest.mark.parametrize("index", [2**31, 2**64])
+def test_a_feature_index_beyond_the_parser_is_a_clear_error(tmp_path, index):
+    # Was an OverflowError ('value too large to convert to int'), which the command line
+    # does not catch: a traceback.
+    path = tmp_path / "data.svm"
+    path.write_text(f"1 1:0.5\n2 {index}:1\n")
+    with pytest.raises(ValueError, match=f"line 2: the feature index {index} is too large"):
+        load_libsvm(path)
+
