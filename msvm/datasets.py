@@ -43,7 +43,9 @@ class DatasetNotFoundError(FileNotFoundError, ValueError):
 
 def _integral_labels(y: np.ndarray) -> np.ndarray:
     """LIBSVM labels are read as floats; give integers back when they are integers."""
-    if y.size and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+    # |y| < 2**63: a larger integral float (1e20) does not fit int64 (the cast wraps it).
+    if (y.size and np.all(np.isfinite(y)) and np.all(y == np.round(y))
+            and np.all(np.abs(y) < 2.0**63)):
         return y.astype(np.int64)
     return y
 

@@ -50,3 +50,11 @@ def test_a_feature_index_beyond_the_parser_is_a_clear_error(tmp_path, index):
     with pytest.raises(ValueError, match=f"line 2: the feature index {index} is too large"):
         load_libsvm(path)
 
+
+def test_labels_too_large_for_int64_stay_floats(tmp_path):
+    # 1e20 is an integral float; it was cast to int64 and came back as -9223372036854775808.
+    path = tmp_path / "data.svm"
+    path.write_text("1e20 1:1\n-3e19 1:2\n2 1:3\n")
+    _, y = load_libsvm(path)
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, [1e20, -3e19, 2.0])
