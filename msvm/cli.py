@@ -329,14 +329,29 @@ def _build_parser() -> _Parser:
     return parser
 
 
+#: Largest |exponent| of a --log2c/--log2g range: 2^1023 is the largest power of two
+#: float64 holds.
+LOG2_LIMIT = 1023
+#: Most values of one --log2c/--log2g range (a tiny STEP would build the list for ever).
+MAX_GRID_VALUES = 10_000
+
+
 def _log2_range(text: str) -> tuple[float, float, float]:
     try:
         begin, end, step = (float(v) for v in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"must be BEGIN,END,STEP (three numbers), got {text!r}") from None
+    if not all(abs(v) <= LOG2_LIMIT for v in (begin, end, step)):   # also NaN
+        raise argparse.ArgumentTypeError(
+            f"BEGIN, END and STEP must be numbers in [-{LOG2_LIMIT}, {LOG2_LIMIT}] (2^x is then a "
+            f"finite float), got {text!r}")
     if step == 0 or (end - begin) * step < 0:
         raise argparse.ArgumentTypeError(f"STEP must go from BEGIN towards END, got {text!r}")
+    if (end - begin) / step + 1 > MAX_GRID_VALUES:
+        raise argparse.ArgumentTypeError(
+            f"gives {int((end - begin) / step) + 1} values, at most {MAX_GRID_VALUES}; got "
+            f"{text!r}")
     return begin, end, step
 
 

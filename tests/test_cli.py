@@ -353,6 +353,12 @@ def test_precomputed_kernel_files(libsvm_files, tmp_path, capsys):
     (["predict", "TRAIN", "/nonexistent.model"], "Model file '/nonexistent.model' does not exist"),
     (["select", "--criterion", "bound", "TRAIN"], "hold for --model msvm2 only"),
     (["select", "--log2c", "1,5,-1", "TRAIN"], "STEP must go from BEGIN towards END"),
+    # 2^2000 and 2^inf overflowed in the grid (OverflowError: a traceback, exit 1); NaN gave
+    # "cannot convert float NaN to integer"; a tiny STEP built a list of 10^10 values.
+    (["select", "--log2c", "2000,2000,1", "TRAIN"], "must be numbers in [-1023, 1023]"),
+    (["select", "--log2g", "0,inf,1", "TRAIN"], "must be numbers in [-1023, 1023]"),
+    (["select", "--log2c", "0,1,nan", "TRAIN"], "must be numbers in [-1023, 1023]"),
+    (["select", "--log2c", "0,10,1e-9", "TRAIN"], "gives 10000000001 values, at most 10000"),
     (["train", "--nonsense", "TRAIN"], "unrecognized arguments: --nonsense"),
 ])
 def test_bad_train_predict_select_exit_2(libsvm_files, capsys, argv, message):
