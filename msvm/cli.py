@@ -532,10 +532,15 @@ def _read_libsvm(path: str, *, precomputed: bool, zero_based: bool | None = None
     """
     from msvm.datasets import load_libsvm
 
+    X, y = load_libsvm(path, zero_based=True)   # the file's own width: checked below
     if precomputed:
-        width = None if n_features is None else n_features + 1
-        X, y = load_libsvm(path, n_features=width, zero_based=True)
         K = X[:, 1:].toarray()
+        if n_features is not None and K.shape[1] != n_features:
+            # Fewer columns would be read as zero kernel values, more cannot be used.
+            raise ValueError(
+                f"{path!r} is not a precomputed test kernel for this model: its rows must be "
+                f"'label 0:? 1:K(x,x_1) ... L:K(x,x_L)' with L = {n_features}, the model's "
+                f"number of training samples; got {K.shape[1]} kernel columns")
         if n_features is None:   # a training file: K is the square Gram matrix
             numbered = np.array_equal(X[:, 0].toarray().ravel(), np.arange(1, len(y) + 1))
             if K.shape[0] != K.shape[1] or not numbered:
@@ -545,8 +550,14 @@ def _read_libsvm(path: str, *, precomputed: bool, zero_based: bool | None = None
                     f"row number) and L = {len(y)} columns; got {K.shape[1]} kernel columns"
                     + ("" if numbered else " and 0:i not the row numbers"))
         return K, y, True
-    width = None if n_features is None else n_features + (0 if zero_based else 1)
-    X, y = load_libsvm(path, n_features=width, zero_based=True)
+    if n_features is not None:
+        width = n_features + (0 if zero_based else 1)
+        if X.shape[1] > width:
+            first = 0 if zero_based else 1
+            raise ValueError(f"{path!r} has feature index {X.shape[1] - 1}, but the model has "
+                             f"{n_features} features (indices {first} to "
+                             f"{n_features - 1 + first})")
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
     if zero_based is None:
         zero_based = X.nnz == 0 or bool(np.any(X.indices == 0))
     if not zero_based:

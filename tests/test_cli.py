@@ -345,6 +345,39 @@ def test_precomputed_kernel_files(libsvm_files, tmp_path, capsys):
     assert "0:i not the row numbers" in capsys.readouterr().err
 
 
+def test_predict_refuses_a_test_file_that_does_not_fit_the_model(libsvm_files, tmp_path, capsys):
+    X, y = libsvm_files["X"], libsvm_files["y"]
+
+    def write(path, rows, labels):
+        with open(path, "w") as fh:
+            for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
+                fh.write(f"{label} 0:{i + 1} " + " ".join(f"{j + 1}:{float(v)!r}"
+                                                          for j, v in enumerate(row)) + "\n")
+
+    def predict(test, model):
+        code = main(["predict", "-q", str(test), str(model), str(tmp_path / "p")])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        return err
+
+    write(tmp_path / "tr", X[:60] @ X[:60].T, y[:60])
+    assert main(["train", "-q", "-t", "4", str(tmp_path / "tr"), str(tmp_path / "k.model")]) == 0
+    # A kernel against 40 of the 60 training points, or a feature file, was padded with
+    # zero kernel values and predicted without a word.
+    write(tmp_path / "short", X[60:] @ X[:40].T, y[60:])
+    assert "L = 60, the model's number of training samples; got 40 kernel columns" in predict(
+        tmp_path / "short", tmp_path / "k.model")
+    assert "got 4 kernel columns" in predict(libsvm_files["test"], tmp_path / "k.model")
+    # A test file wider than the model: the message gave scikit-learn's numbers, off by one
+    # ("n_features was set to 5, but input file contains 7 features").
+    assert main(["train", "-q", libsvm_files["train"], str(tmp_path / "m")]) == 0
+    wide = tmp_path / "wide.svm"
+    dump_svmlight_file(np.hstack([X[60:], np.ones((30, 2))]), y[60:], str(wide),
+                       zero_based=False)
+    assert "wide.svm' has feature index 6, but the model has 4 features (indices 1 to 4)" in \
+        predict(wide, tmp_path / "m")
+
+
 @pytest.mark.parametrize("argv,message", [
     (["train", "-t", "5", "TRAIN"], "argument -t: must be a libsvm kernel code 0-4"),
     (["train", "-v", "1", "TRAIN"], "cross-validation needs at least 2 folds"),
