@@ -468,6 +468,9 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             grid = list(ParameterGrid(self.param_grid))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"Invalid param_grid: {exc}") from exc
+        if not grid:   # [] (no grids): fit would end in "No grid point converged"
+            raise ValueError("param_grid has no points: give a dict of lists, e.g. "
+                             "{'C': [0.1, 1, 10]}, or a non-empty list of such dicts.")
         valid = estimator.get_params()
         for params in grid:
             unknown = sorted(set(params) - set(valid))

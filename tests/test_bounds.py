@@ -242,6 +242,8 @@ def test_bad_input():
         loo_error(SVC(), X, y)
     with pytest.raises(ValueError, match="param_grid is required"):
         RadiusMarginSearch().fit(X, y)
+    with pytest.raises(ValueError, match="param_grid has no points"):   # was: "No grid point
+        RadiusMarginSearch(param_grid=[]).fit(X, y)                     # converged"
     with pytest.raises(ValueError, match="does not have"):
         RadiusMarginSearch(param_grid={"C": [1.0], "nu": [0.5]}).fit(X, y)
     with pytest.raises(ValueError, match="model='msvm2' only"):
