@@ -480,6 +480,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if {**valid, **params}["model"] != "msvm2":
                 raise ValueError("The radius-margin bound holds for model='msvm2' only; got "
                                  f"model={({**valid, **params})['model']!r}.")
+            # Every point's values, before any training (not when its path is reached).
+            clone(estimator).set_params(**params)._check_params()
         if self.criterion not in ("bound", "candidates"):
             raise ValueError(f"criterion must be 'candidates' or 'bound', got {self.criterion!r}.")
         if not isinstance(self.ball_tol, Real) or not self.ball_tol >= 0:

@@ -244,6 +244,10 @@ def test_bad_input():
         RadiusMarginSearch().fit(X, y)
     with pytest.raises(ValueError, match="param_grid has no points"):   # was: "No grid point
         RadiusMarginSearch(param_grid=[]).fit(X, y)                     # converged"
+    # A value out of range is found before any training (it was found when its path came,
+    # after the others had been trained): here X is not even looked at.
+    with pytest.raises(ValueError, match="'gamma' parameter of MultiClassSVC.*Got -1.0"):
+        RadiusMarginSearch(param_grid={"C": [1.0], "gamma": [0.5, -1.0]}).fit(None, None)
     with pytest.raises(ValueError, match="does not have"):
         RadiusMarginSearch(param_grid={"C": [1.0], "nu": [0.5]}).fit(X, y)
     with pytest.raises(ValueError, match="model='msvm2' only"):
