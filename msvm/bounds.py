@@ -200,6 +200,9 @@ def _as_kernel(X, kernel, gamma, degree, coef0) -> Kernel:
     X = np.asarray(X, dtype=np.float64) if not hasattr(X, "tocsr") else X.tocsr()
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}.")
+    # NaN kernel values would give radius 0 and status 'optimal' without a word.
+    if not np.all(np.isfinite(X.data if hasattr(X, "tocsr") else X)):
+        raise ValueError("X contains NaN or infinite values.")
     g = 0.0 if kernel in ("linear", "precomputed") or callable(kernel) else resolve_gamma(gamma, X)
     return Kernel(X, kernel, gamma=g, degree=degree, coef0=coef0)
 

@@ -228,6 +228,13 @@ def test_bad_input():
         enclosing_ball(kern, warm_start=np.ones(3))
     with pytest.raises(ValueError, match="non-empty 2-D"):
         enclosing_ball(np.zeros((0, 2)))
+    # These gave radius 0 and status 'optimal' (the NaN rbf one: "gamma='scale' needs the
+    # variance of X, which overflows float64").
+    for bad, kind in [(np.array([[np.nan, 1.0], [0.0, 0.0]]), "rbf"),
+                      (np.array([[np.inf, 1.0], [0.0, 0.0]]), "linear"),
+                      (np.full((3, 3), np.nan), "precomputed")]:
+        with pytest.raises(ValueError, match="X contains NaN or infinite values"):
+            enclosing_ball(bad, kernel=kind)
     with pytest.raises(TypeError, match="kernel"):
         enclosing_ball(X, kernel=3)
     ww = make_problem("ww", X, y)
