@@ -36,6 +36,33 @@ from msvm.teaching.compare import BINARY_EQUIVALENTS, bound_path
 from msvm.teaching.kernels import sklearn_equivalent
 from msvm.teaching.svm import optimal_bias
 
+# ------------------------------------------------------------------ bad input
+_BINARY = [perceptron, novikoff_bound, linearly_separable, hard_margin_svm, soft_margin_svm,
+           smo, svm_primal, svm_primal_limit_C, compare_binary]
+
+
+def _bad_sets():
+    X, y = separable_set(20)
+    nan_X, inf_X, nan_y = X.copy(), X.copy(), y.astype(float)
+    nan_X[3, 1], inf_X[0, 0], nan_y[2] = np.nan, np.inf, np.nan
+    return [(nan_X, y, "X contains NaN or infinite values"),
+            (inf_X, y, "X contains NaN or infinite values"),
+            (X, nan_y, "y contains NaN"),
+            (X, y[:-1], r"one label per row of X, shape \(20,\); got shape \(19,\)"),
+            (X[:, 0], y, r"non-empty 2-D array .* got shape \(20,\)"),
+            (X[:0], y[:0], r"non-empty 2-D array .* got shape \(0, 2\)"),
+            (X, np.ones(20), "exactly two labels, got 1")]
+
+
+@pytest.mark.parametrize("function", _BINARY, ids=lambda f: f.__name__)
+def test_binary_functions_name_bad_input(function):
+    # NaN or inf points gave a non-converged perceptron, an SMO "solution" or numpy's
+    # "Eigenvalues did not converge"; wrong shapes gave broadcasting or IndexErrors; NaN
+    # labels were "got 3 labels".
+    for X, y, message in _bad_sets():
+        with pytest.raises(ValueError, match=message):
+            function(X, y)
+
 
 # ------------------------------------------------------------------ perceptron
 @pytest.mark.parametrize("seed", range(20))

@@ -35,7 +35,7 @@ from msvm.teaching.perceptron import perceptron
 from msvm.teaching.smo import PAIR_RULES, smo
 from msvm.teaching.svm import (
     BinarySVM,
-    as_signed_labels,
+    binary_data,
     soft_margin_svm,
 )
 from msvm.teaching.svm_primal import primal_value, svm_primal
@@ -109,8 +109,7 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
     """
     from sklearn.svm import SVC
 
-    X = np.asarray(X, dtype=np.float64)
-    y, classes = as_signed_labels(y)
+    X, y, classes = binary_data(X, y)
     if y_test is not None:
         y_test = np.where(np.asarray(y_test) == classes[1], 1.0, -1.0)
         X_test = np.asarray(X_test, dtype=np.float64)

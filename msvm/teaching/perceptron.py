@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from msvm.teaching.kernels import kernel_matrix, make_kernel
-from msvm.teaching.svm import as_signed_labels
+from msvm.teaching.svm import binary_data
 
 __all__ = ["PerceptronResult", "linearly_separable", "novikoff_bound", "perceptron"]
 
@@ -135,8 +135,7 @@ def perceptron(X, y, kernel: str | Callable = "linear", *, max_epochs: int = 100
     PerceptronResult
     """
     start = time.perf_counter()
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     linear = kernel == "linear"
     K = None if linear else kernel_matrix(X, X, f)
@@ -209,8 +208,7 @@ def novikoff_bound(X, y, kernel: str | Callable = "linear", *, tightest: bool = 
     """
     from msvm.teaching.svm import hard_margin_svm
 
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)
     R2 = float(np.max(np.diag(K))) + 1.0
@@ -272,8 +270,7 @@ def linearly_separable(X, y) -> bool:
     """
     from scipy.optimize import linprog
 
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     Z = np.hstack([X, np.ones((len(y), 1))])
     # feasibility of −y_i z_iᵀv ≤ −1 with v free
     result = linprog(np.zeros(Z.shape[1]), A_ub=-(y[:, None] * Z), b_ub=-np.ones(len(y)),

@@ -75,8 +75,8 @@ from msvm.teaching.kernels import kernel_matrix, make_kernel
 from msvm.teaching.svm import (
     BinarySVM,
     _up_low,
-    as_signed_labels,
     bias_from_free_svs,
+    binary_data,
     optimal_bias,
 )
 
@@ -296,8 +296,7 @@ def smo(X, y, C: float = 1.0, kernel: str | Callable = "linear", *,
     if not C > 0 or not np.isfinite(C):
         raise ValueError(f"C must be positive and finite, got {C!r}.")
     start = time.perf_counter()
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)
     state = _SMOState(K, y, float(C))

@@ -56,6 +56,7 @@ __all__ = [
     "BinarySVM",
     "KKT_KINDS",
     "as_signed_labels",
+    "binary_data",
     "bias_from_free_svs",
     "dual_objective",
     "hard_margin_svm",
@@ -86,10 +87,48 @@ def as_signed_labels(y) -> tuple[np.ndarray, np.ndarray]:
         The labels coded −1 and +1, in that order.
     """
     y = np.asarray(y)
+    if y.dtype.kind in "fc" and np.any(np.isnan(y)):   # NaN != NaN: each would be a label
+        raise ValueError("y contains NaN.")
     classes = np.unique(y)
     if len(classes) != 2:
         raise ValueError(f"A binary SVM needs exactly two labels, got {len(classes)}.")
     return np.where(y == classes[1], 1.0, -1.0), classes
+
+
+def binary_data(X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A binary training set, checked: X finite (n, d) floats and n labels of two classes.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,)
+        Exactly two distinct labels.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64
+    y_signed : ndarray of shape (n,)
+        The labels coded ±1 (:func:`as_signed_labels`).
+    classes : ndarray of shape (2,)
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong: X not 2-D or empty, NaN or infinite values,
+        a y of another length, NaN labels, not two labels.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty 2-D array (n_samples, n_features), got shape "
+                         f"{X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinite values.")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have one label per row of X, shape ({X.shape[0]},); got shape "
+                         f"{y.shape}.")
+    y_signed, classes = as_signed_labels(y)
+    return X, y_signed, classes
 
 
 def hinge_loss(s, y) -> np.ndarray:
@@ -489,8 +528,7 @@ def soft_margin_svm(X, y, C: float = 1.0, kernel: str | Callable = "linear",
     """
     if not C > 0:
         raise ValueError(f"C must be positive, got {C!r}.")
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)
     start = time.perf_counter()
@@ -533,8 +571,7 @@ def hard_margin_svm(X, y, kernel: str | Callable = "linear", *, C_start: float =
         separable in the kernel's feature space (or only with a margin
         below about 1/sqrt(C_max)).
     """
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)
     start = time.perf_counter()

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from msvm.teaching.svm import as_signed_labels, hinge_loss, soft_margin_svm
+from msvm.teaching.svm import binary_data, hinge_loss, soft_margin_svm
 
 __all__ = ["SVMPrimalResult", "primal_value", "svm_primal", "svm_primal_limit_C"]
 
@@ -180,8 +180,7 @@ def svm_primal_limit_C(X, y, *, rtol: float = 1e-6) -> float:
     from msvm.teaching.perceptron import linearly_separable
     from msvm.teaching.svm import hard_margin_svm
 
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     if linearly_separable(X, y) and hard_margin_svm(X, y).alpha.sum() < 1.0:
         raise ValueError("Sum of alpha stays below 1 for every C (separable data with "
                          "||w_hard||^2 < 1): the online SVMPrimal stops at the first (w, b) "
@@ -252,8 +251,7 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     if mode != "online" and (C is None or not C > 0):
         raise ValueError(f"mode={mode!r} needs a positive C.")
     start = time.perf_counter()
-    X = np.asarray(X, dtype=np.float64)
-    y, _ = as_signed_labels(y)
+    X, y, _ = binary_data(X, y)
     n = len(y)
     rng = np.random.default_rng(random_state)
     if mode == "online":
