@@ -64,6 +64,16 @@ def test_binary_functions_name_bad_input(function):
             function(X, y)
 
 
+def test_compare_binary_refuses_test_labels_it_was_not_trained_on():
+    # Labels 0/1 against training labels 1/2: every 0 was coded -1 (as label 1) and
+    # test_accuracy counted it.
+    X, y = separable_set(20)
+    labels = np.where(y > 0, 2, 1)
+    with pytest.raises(ValueError, match=r"y_test has labels \[0\] that are not the training "
+                                         r"labels \[1, 2\]"):
+        compare_binary(X, labels, X_test=X, y_test=labels - 1)
+
+
 # ------------------------------------------------------------------ perceptron
 @pytest.mark.parametrize("seed", range(20))
 def test_perceptron_updates_within_novikoff_bound(seed):

@@ -111,7 +111,12 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
 
     X, y, classes = binary_data(X, y)
     if y_test is not None:
-        y_test = np.where(np.asarray(y_test) == classes[1], 1.0, -1.0)
+        y_test = np.asarray(y_test)
+        unknown = np.setdiff1d(y_test, classes)
+        if unknown.size:   # they would count as the −1 class
+            raise ValueError(f"y_test has labels {unknown.tolist()} that are not the training "
+                             f"labels {classes.tolist()}.")
+        y_test = np.where(y_test == classes[1], 1.0, -1.0)
         X_test = np.asarray(X_test, dtype=np.float64)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)
