@@ -64,6 +64,26 @@ def test_binary_functions_name_bad_input(function):
             function(X, y)
 
 
+def test_data_generators_refuse_what_they_cannot_make():
+    # separable_set(margin=10) drew points for ever (no point of [-3, 3]^2 is that far from
+    # the hyperplane); one sample or one class gave a set of one class, 0 classes an
+    # IndexError.
+    with pytest.raises(ValueError, match="margin=10 is beyond every point of the cube"):
+        separable_set(10, margin=10)
+    with pytest.raises(ValueError, match="margin must be a finite number >= 0"):
+        separable_set(10, margin=-1.0)
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 2, got 1"):
+        separable_set(1)
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 2, got 1"):
+        overlapping_set(1)
+    with pytest.raises(ValueError, match="n_classes must be an integer >= 2, got 1"):
+        multiclass_set(1, 10)
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 5, got 3"):
+        multiclass_set(5, 3)
+    X, y = separable_set(30, margin=1.0)
+    assert X.shape == (30, 2) and set(y) == {-1.0, 1.0}
+
+
 def test_compare_binary_refuses_test_labels_it_was_not_trained_on():
     # Labels 0/1 against training labels 1/2: every 0 was coded -1 (as label 1) and
     # test_accuracy counted it.

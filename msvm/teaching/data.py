@@ -6,9 +6,20 @@ the multi-class sets are coded 0 .. Q−1.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
 __all__ = ["logic_gate", "separable_set", "overlapping_set", "multiclass_set"]
+
+#: Draws per point after which :func:`separable_set` gives up on a ``margin`` the
+#: cube [−3, 3]^d barely leaves room for.
+MAX_DRAWS_PER_POINT = 1000
+
+
+def _check_count(name: str, value, least: int) -> None:
+    if not isinstance(value, Integral) or isinstance(value, bool) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
 
 
 def logic_gate(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -52,16 +63,37 @@ def separable_set(n_samples: int = 40, margin: float = 0.5, n_features: int = 2,
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         ±1, both classes present.
+
+    Raises
+    ------
+    ValueError
+        If ``n_samples`` < 2 or ``n_features`` < 1, or ``margin`` is not a
+        number ≥ 0 or leaves (almost) no room for points in the cube
+        [−3, 3]^d (rather than draw for ever).
     """
+    _check_count("n_samples", n_samples, 2)   # both classes
+    _check_count("n_features", n_features, 1)
+    if not isinstance(margin, Real) or not 0 <= margin < np.inf:
+        raise ValueError(f"margin must be a finite number >= 0, got {margin!r}.")
     rng = np.random.default_rng(random_state)
     normal = rng.normal(size=n_features)
     normal /= np.linalg.norm(normal)
     offset = rng.uniform(-0.5, 0.5)
+    # The farthest corner of the cube from the hyperplane: no point lies beyond it.
+    if margin >= 3.0 * np.abs(normal).sum() + abs(offset):
+        raise ValueError(f"margin={margin!r} is beyond every point of the cube [-3, 3]^"
+                         f"{n_features} the points are drawn from; use a smaller margin.")
     points: list[np.ndarray] = []
-    while len(points) < n_samples:
+    for _ in range(MAX_DRAWS_PER_POINT * n_samples):
+        if len(points) == n_samples:
+            break
         x = rng.uniform(-3.0, 3.0, size=n_features)
         if abs(x @ normal + offset) >= margin:
             points.append(x)
+    if len(points) < n_samples:
+        raise ValueError(f"margin={margin!r} leaves almost no room in the cube [-3, 3]^"
+                         f"{n_features}: {len(points)} of {n_samples} points in "
+                         f"{MAX_DRAWS_PER_POINT * n_samples} draws; use a smaller margin.")
     X = np.array(points)
     y = np.where(X @ normal + offset > 0, 1.0, -1.0)
     if np.all(y == y[0]):  # both classes are needed: flip the farthest point across
@@ -88,6 +120,7 @@ def overlapping_set(n_samples: int = 60, spread: float = 1.2,
     y : ndarray of shape (n_samples,)
         ±1, half of each.
     """
+    _check_count("n_samples", n_samples, 2)   # both classes
     rng = np.random.default_rng(random_state)
     y = np.where(np.arange(n_samples) % 2 == 0, 1.0, -1.0)
     X = y[:, None] * np.array([1.0, 1.0]) + spread * rng.normal(size=(n_samples, 2))
@@ -110,7 +143,10 @@ def multiclass_set(n_classes: int = 3, n_samples: int = 90, spread: float = 1.0,
     -------
     X : ndarray of shape (n_samples, 2)
     y : ndarray of shape (n_samples,)
+        Every class present (``n_samples`` ≥ ``n_classes`` ≥ 2).
     """
+    _check_count("n_classes", n_classes, 2)
+    _check_count("n_samples", n_samples, n_classes)   # every class present
     rng = np.random.default_rng(random_state)
     y = np.arange(n_samples) % n_classes
     angles = 2.0 * np.pi * np.arange(n_classes) / n_classes
