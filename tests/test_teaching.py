@@ -248,6 +248,9 @@ def test_svm_primal_online_limit_is_the_svm_at_C_star():
     assert distances[1] < distances[0] / 2
     with pytest.raises(ValueError, match="no C"):
         svm_primal(X, y, 0.01, C=1.0)
+    for lam in (0.0, -1.0, 1.0, float("nan")):   # w = 0, a diverging w, or NaN before
+        with pytest.raises(ValueError, match=r"lam must be in \(0, 1\)"):
+            svm_primal(X, y, lam, mode="sgd", C=1.0)
 
 
 def test_svm_primal_limit_needs_sum_alpha_to_reach_one():

@@ -242,9 +242,17 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     Returns
     -------
     SVMPrimalResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``mode``, ``lam`` outside (0, 1), a C that does not
+        fit the mode, or bad ``X``, ``y`` (:func:`~msvm.teaching.svm.binary_data`).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+    if not 0 < lam < 1:   # also NaN; λ ≤ 0 gave w = 0 or a diverging w without a word
+        raise ValueError(f"lam must be in (0, 1), got {lam!r}.")
     if mode == "online" and C is not None:
         raise ValueError("The lecture's online SVMPrimal has no C (it converges to C*, see "
                          "svm_primal_limit_C); use mode='sgd' or 'batch' for a given C.")
