@@ -64,6 +64,18 @@ def test_binary_functions_name_bad_input(function):
             function(X, y)
 
 
+@pytest.mark.parametrize("name", ["linear", "poly", "rbf", "laplace", "tanh"])
+def test_lecture_kernels_refuse_points_of_different_widths(name):
+    # The L1 Laplace kernel broadcast a (3, 2) X against a (3, 1) Y into a 3x3 "kernel
+    # matrix", and a 3-D X gave a 3-D one; the others raised numpy's matmul message.
+    X = np.arange(6.0).reshape(3, 2)
+    params = {"norm": "l1"} if name == "laplace" else {}
+    with pytest.raises(ValueError, match=r"same number of features .* \(3, 2\) and \(3, 1\)"):
+        kernel_matrix(X, X[:, :1], name, **params)
+    with pytest.raises(ValueError, match=r"got shapes \(2, 2, 2\)"):
+        kernel_matrix(np.zeros((2, 2, 2)), None, name, **params)
+
+
 def test_data_generators_refuse_what_they_cannot_make():
     # separable_set(margin=10) drew points for ever (no point of [-3, 3]^2 is that far from
     # the hyperplane); one sample or one class gave a set of one class, 0 classes an

@@ -57,8 +57,13 @@ __all__ = [
 
 
 def _as_2d(X, Y):
+    """X and Y as 2-D float arrays (a 1-D array is one point) with the same features."""
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     Y = X if Y is None else np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    # Else the L1 Laplace kernel broadcasts a mismatch into a wrong matrix without a word.
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError(f"X and Y must be 2-D arrays with the same number of features "
+                         f"(columns), got shapes {X.shape} and {Y.shape}.")
     return X, Y
 
 
