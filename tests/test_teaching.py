@@ -64,6 +64,21 @@ def test_binary_functions_name_bad_input(function):
             function(X, y)
 
 
+def test_iteration_options_are_checked():
+    # record_every=0 was a ZeroDivisionError in the loop; max_epochs=-1 and max_iter=-5 ran
+    # nothing and returned a result, tol=nan ran until 'stalled'.
+    X, y = separable_set(20)
+    for function in (perceptron, smo):
+        with pytest.raises(ValueError, match="record_every must be an integer >= 1, got 0"):
+            function(X, y, record_every=0)
+    with pytest.raises(ValueError, match="max_epochs must be an integer >= 0, got -1"):
+        perceptron(X, y, max_epochs=-1)
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 0, got -5"):
+        smo(X, y, max_iter=-5)
+    with pytest.raises(ValueError, match="tol must be a number >= 0, got nan"):
+        smo(X, y, tol=float("nan"))
+
+
 @pytest.mark.parametrize("name", ["linear", "poly", "rbf", "laplace", "tanh"])
 def test_lecture_kernels_refuse_points_of_different_widths(name):
     # The L1 Laplace kernel broadcast a (3, 2) X against a (3, 1) Y into a 3x3 "kernel

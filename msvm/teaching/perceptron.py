@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from msvm.teaching.data import _check_count
 from msvm.teaching.kernels import kernel_matrix, make_kernel
 from msvm.teaching.svm import binary_data
 
@@ -134,6 +135,8 @@ def perceptron(X, y, kernel: str | Callable = "linear", *, max_epochs: int = 100
     -------
     PerceptronResult
     """
+    _check_count("max_epochs", max_epochs, 0)
+    _check_count("record_every", record_every, 1)   # 0: a ZeroDivisionError in the loop
     start = time.perf_counter()
     X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)

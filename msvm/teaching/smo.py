@@ -71,6 +71,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from msvm.teaching.data import _check_count
 from msvm.teaching.kernels import kernel_matrix, make_kernel
 from msvm.teaching.svm import (
     BinarySVM,
@@ -295,6 +296,11 @@ def smo(X, y, C: float = 1.0, kernel: str | Callable = "linear", *,
         raise ValueError(f"pair must be one of {PAIR_RULES}, got {pair!r}.")
     if not C > 0 or not np.isfinite(C):
         raise ValueError(f"C must be positive and finite, got {C!r}.")
+    if not tol >= 0:   # also NaN, which ran until 'stalled'
+        raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
+    if max_iter is not None:
+        _check_count("max_iter", max_iter, 0)
+    _check_count("record_every", record_every, 1)   # 0: a ZeroDivisionError in the loop
     start = time.perf_counter()
     X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
