@@ -359,6 +359,8 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
     if alpha.shape != (problem.n_samples, problem.n_slots):
         raise ValueError(f"alpha has shape {alpha.shape}, expected "
                          f"{(problem.n_samples, problem.n_slots)}.")
+    if not np.all(np.isfinite(alpha)):   # the bound would be NaN or inf, with 0 candidates
+        raise ValueError("alpha contains NaN or infinite values.")
     alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
     Q, m = problem.n_classes, problem.n_samples
     sum_alpha = float(alpha.sum())

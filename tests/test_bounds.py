@@ -243,6 +243,12 @@ def test_bad_input():
     problem = make_problem("msvm2", X, y)
     with pytest.raises(ValueError, match="alpha has shape"):
         radius_margin_bound(problem, np.zeros((3, 3)))
+    for bias in (False, True):   # a bound of NaN with 0 LOO candidates, before
+        problem = make_problem("msvm2", X, y, bias=bias)
+        alpha = problem.zeros()
+        alpha[0, np.flatnonzero(problem.active[0])[0]] = np.nan
+        with pytest.raises(ValueError, match="alpha contains NaN or infinite"):
+            radius_margin_bound(problem, alpha)
     with pytest.raises(TypeError, match="DualProblem"):
         radius_margin_bound("problem", np.zeros((3, 3)))
     with pytest.raises(TypeError, match="MultiClassSVC"):
