@@ -12,7 +12,9 @@ between them, one predicted label per line, ``Accuracy = x% (k/n)``, ``-v k``
 for k-fold cross-validation accuracy, and libsvm's short options where they
 mean the same thing (``-c -g -t -d -r -e -m -v -q``; ``-t 4`` reads the
 precomputed-kernel format ``label 0:i 1:K(x_i, x_1) ...``; ``-wi weight``
-sets the weight of class i, C·weight, as ``--class-weight i:weight``).  ``select`` picks
+sets the weight of class i, C·weight, as ``--class-weight i:weight``; ``train``
+accepts svm-train's ``-h 0|1`` shrinking switch and ignores it, as the solvers
+shrink by their own rule).  ``select`` picks
 (C, γ) over a grid (grid.py's ``--log2c`` / ``--log2g``) by k-fold CV or by
 the radius–margin criteria of :class:`msvm.RadiusMarginSearch` and writes the
 best model; ``validate`` runs the validation suite (``python -m validation``).
@@ -132,6 +134,19 @@ def _libsvm_weights(argv: list[str]) -> list[str]:
         match = re.fullmatch(r"-w(.+)", argv[i])
         if match and i + 1 < len(argv):
             out += ["--class-weight", f"{match.group(1)}:{argv[i + 1]}"]
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def _libsvm_shrinking(argv: list[str]) -> list[str]:
+    """svm-train's ``-h 0|1`` as ``--shrinking 0|1`` (a bare ``-h`` stays help)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "-h" and i + 1 < len(argv) and argv[i + 1] in ("0", "1"):
+            out.append(f"--shrinking={argv[i + 1]}")
             i += 2
         else:
             out.append(argv[i])
@@ -278,6 +293,9 @@ def _build_parser() -> _Parser:
     train.add_argument("--verbose", action="store_true",
                        help="a line per fitting stage and the solver's live progress (stderr)")
     train.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    train.add_argument("--shrinking", type=int, choices=[0, 1], default=1,
+                       help="svm-train's -h 0|1, accepted so that its command lines run, and "
+                       "ignored: the solvers shrink by their own rule")
 
     predict = sub.add_parser(
         "predict", help="predict with a model file (as svm-predict)",
@@ -778,6 +796,8 @@ def main(argv: list[str] | None = None) -> int:
             argv[i:i + 2] = [f"{flag}={argv[i + 1]}"]
     if argv and argv[0] in ("fit", "train", "select"):
         argv = [argv[0], *_libsvm_weights(argv[1:])]
+    if argv and argv[0] == "train":
+        argv = [argv[0], *_libsvm_shrinking(argv[1:])]
     parser = _build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

@@ -244,6 +244,8 @@ def _as_read(files):
 
 @pytest.mark.parametrize("argv,params", [
     (["-c", "2", "-g", "0.1"], dict(C=2.0, gamma=0.1)),
+    # svm-train's shrinking switch: accepted and ignored, not read as -h (help).
+    (["-h", "0", "-c", "2"], dict(C=2.0)),
     (["--model", "cs", "-t", "1", "-d", "2", "-r", "1", "-g", "0.05"],
      dict(model="cs", kernel="poly", degree=2, coef0=1.0, gamma=0.05)),
     (["--model", "llw", "-t", "0", "--bias", "-e", "1e-6"],
@@ -270,6 +272,13 @@ def test_train_then_predict_matches_the_python_api(libsvm_files, tmp_path, capsy
     loaded = msvm.load(model_path)
     assert {k: loaded.get_params()[k] for k in params} == params
     np.testing.assert_array_equal(loaded.decision_function(Xt), est.decision_function(Xt))
+
+
+def test_bare_h_is_still_help(libsvm_files, tmp_path, capsys):
+    model_path = tmp_path / "m.model"
+    assert main(["train", "-h", libsvm_files["train"], str(model_path)]) == 0
+    assert "usage: msvm train" in capsys.readouterr().out
+    assert not model_path.exists()
 
 
 def test_predict_to_stdout_and_decision_values(libsvm_files, tmp_path, capsys):
