@@ -689,6 +689,7 @@ default='rbf'
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True)
+        X = _canonical(X)
         check_classification_targets(y)
         classes, y_codes = np.unique(y, return_inverse=True)
         n_classes = len(classes)
@@ -988,6 +989,7 @@ default='rbf'
         first = stream is None
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=first)
+        X = _canonical(X)
         check_classification_targets(y)
         sw = (None if sample_weight is None
               else _check_sample_weight(sample_weight, X, dtype=np.float64,
@@ -1090,8 +1092,8 @@ default='rbf'
                     f"(n_samples, n_train={n_train}) kernel matrix between the points to "
                     "predict and the training points."
                 )
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                             ensure_all_finite=True, reset=False)
+        return _canonical(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                        ensure_all_finite=True, reset=False))
 
     def _scores(self, X) -> np.ndarray:
         """h(x) for every row of X, shape (n_samples, n_classes)."""
@@ -1185,6 +1187,21 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
         with ThreadPoolExecutor(min(threads, len(starts))) as pool:
             for _ in pool.map(add, starts):   # re-raises a block's exception
                 pass
+
+
+def _canonical(X):
+    """X, with a CSR matrix in canonical form: no duplicate entries, sorted indices.
+
+    scikit-learn's distances read each stored entry as a value of its own (a row
+    ``[(0, a/2), (0, a/2)]`` gets the squared norm a²/2, not a²), so duplicates
+    would give RBF kernels of other points than the matrix holds; the compiled
+    loops need sorted indices.  A copy is canonicalised, so that the user's
+    matrix (possibly read-only) is never changed.
+    """
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
 
 
 def _same(value, default) -> bool:

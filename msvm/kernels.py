@@ -343,7 +343,9 @@ class Kernel:
         X = self.X
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
-            X.sort_indices()
+            if not X.has_canonical_format:   # on a copy: the caller's matrix may be read-only
+                X = X.copy()
+                X.sum_duplicates()
         else:
             X = np.ascontiguousarray(X, dtype=np.float64)
         return KernelCache(
