@@ -170,8 +170,8 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
     non-negative) Var(X) is the weighted variance of X's entries, each row
     counted w_i times, so that an integer weight is the same as repeating the
     row (:class:`sklearn.svm.SVC` uses the unweighted variance).  A variance
-    that overflows is an error when the kernel uses γ (``used``), else γ is
-    reported as 1.
+    that overflows, or is so small (but not 0) that γ overflows, is an error
+    when the kernel uses γ (``used``), else γ is reported as 1.
     """
     n_features = X.shape[1]
     if isinstance(gamma, str):
@@ -179,6 +179,8 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
             with np.errstate(over="ignore", invalid="ignore"):
                 if sample_weight is not None:
                     w = np.asarray(sample_weight, dtype=np.float64)
+                    if w.max() > 0:   # (the variance does not change; w.sum() stays finite)
+                        w = w / w.max()
                     total = w.sum() * n_features
                     mean = float(np.sum(w @ X)) / total
                     if sp.issparse(X):
@@ -194,7 +196,15 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
             if not np.isfinite(var):
                 raise ValueError("gamma='scale' needs the variance of X, which overflows "
                                  "float64; scale the features first.")
-            return 1.0 / (n_features * var) if var != 0 else 1.0
+            if var == 0:
+                return 1.0
+            with np.errstate(over="ignore", divide="ignore"):
+                gamma = 1.0 / (n_features * var)
+            if not np.isfinite(gamma) and used:
+                raise ValueError(f"gamma='scale' is 1 / (n_features * Var(X)), and Var(X) = "
+                                 f"{var:.3g} is so small that gamma overflows float64; scale the "
+                                 "features first.")
+            return gamma if np.isfinite(gamma) else 1.0
         if gamma == "auto":
             return 1.0 / n_features
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")

@@ -118,6 +118,8 @@ CASES = [
      "poly kernel overflows float64"),
     ("overflow_variance", lambda d, t: E().fit(d[0] * 1e200, d[1]), ValueError,
      "variance of X, which overflows"),
+    ("underflow_variance", lambda d, t: E().fit(d[0] * 1e-160, d[1]), ValueError,
+     r"Var\(X\) = .* so small that gamma overflows"),
     # -- precomputed and callable kernels
     ("precomputed_not_square", lambda d, t: E(kernel="precomputed").fit(
         rbf_kernel(d[0], d[0][:20]), d[1]), ValueError, "square .*Gram matrix.*30x20"),
