@@ -1117,6 +1117,13 @@ default='rbf'
             def part(rows):
                 return kernel.block(X[rows]) @ self.dual_coef_
         _add_by_blocks(scores, part, n_threads(self._n_jobs()))
+        if not np.all(np.isfinite(scores)):
+            # E.g. the RBF's ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ overflowing: argmax would pick class 0.
+            raise ValueError(
+                "The scores of some rows of X are not finite: the kernel between them and "
+                "the support vectors overflows float64. Scale the features as the training "
+                "points were scaled."
+            )
         return scores
 
     def decision_function(self, X):

@@ -130,7 +130,9 @@ def check_kernel_range(kernel: Kernel) -> None:
 
     By Cauchy–Schwarz |⟨x, x'⟩| ≤ max_i ‖x_i‖², so the linear and polynomial
     kernels are finite everywhere when they are finite at that bound; RBF,
-    Laplace and sigmoid values are bounded by 1.  A sigmoid kernel (not PSD in
+    Laplace and sigmoid values are bounded by 1, but the RBF's squared
+    distances, computed as ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ (scikit-learn's), are NaN
+    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel (not PSD in
     general) is checked for definiteness as a precomputed one is, up to
     :data:`PSD_CHECK_MAX_SAMPLES` points.
     """
@@ -138,13 +140,15 @@ def check_kernel_range(kernel: Kernel) -> None:
 
     if kernel.is_precomputed or callable(kernel.name):
         return
-    if kernel.name in ("linear", "poly"):
+    if kernel.name in ("linear", "poly", "rbf"):
         with np.errstate(over="ignore", invalid="ignore"):
             sq = kernel.squared_norms()
             bound = float(np.max(sq, initial=0.0))
             if kernel.name == "poly":
                 bound = np.power(np.float64(kernel.gamma * bound + abs(kernel.coef0)),
                                  kernel.degree)
+            elif kernel.name == "rbf":
+                bound = 4.0 * bound   # the largest squared distance
         if not np.isfinite(bound):
             raise ValueError(
                 f"The {kernel.name} kernel overflows float64 on these training points "

@@ -118,6 +118,10 @@ CASES = [
      "poly kernel overflows float64"),
     ("overflow_variance", lambda d, t: E().fit(d[0] * 1e200, d[1]), ValueError,
      "variance of X, which overflows"),
+    ("overflow_rbf", lambda d, t: E(gamma=1.0).fit(d[0] * 1e300, d[1]), ValueError,
+     "rbf kernel overflows float64"),
+    ("overflow_rbf_predict", lambda d, t: E().fit(*d).predict(d[0] * 1e307), ValueError,
+     "scores of some rows of X are not finite"),
     ("underflow_variance", lambda d, t: E().fit(d[0] * 1e-160, d[1]), ValueError,
      r"Var\(X\) = .* so small that gamma overflows"),
     # -- precomputed and callable kernels
