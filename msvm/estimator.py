@@ -690,8 +690,7 @@ default='rbf'
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True)
         X = _canonical(X)
-        check_classification_targets(y)
-        classes, y_codes = np.unique(y, return_inverse=True)
+        classes, y_codes = _encode_targets(y)
         n_classes = len(classes)
         if n_classes < 2:
             raise ValueError(
@@ -710,6 +709,12 @@ default='rbf'
             # would be 0, and the M-SVM²'s shift 1/(2C·0) infinite).
             index = np.flatnonzero(weight > 0)
             weight, y_codes = weight[index], y_codes[index]
+            if len(np.unique(y_codes)) < 2:
+                raise ValueError(
+                    "Every example of positive weight (sample_weight times its class_weight) "
+                    f"is of class {classes.tolist()[y_codes[0]]!r}: a classifier needs "
+                    "examples of at least 2 classes."
+                )
         if self._precomputed:
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -1194,6 +1199,24 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
         with ThreadPoolExecutor(min(threads, len(starts))) as pool:
             for _ in pool.map(add, starts):   # re-raises a block's exception
                 pass
+
+
+def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted classes, codes of y): scikit-learn's target checks, then ``np.unique``.
+
+    Both sort the labels: labels of types that cannot be compared (e.g. ``'a'``
+    and ``1`` in an object array) get a TypeError that names them instead of
+    numpy's bare "'<' not supported between instances of ...".
+    """
+    try:
+        check_classification_targets(y)
+        return np.unique(y, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in np.asarray(y, dtype=object).ravel()})
+        raise TypeError(
+            f"y mixes labels of types that cannot be sorted together ({', '.join(kinds)}); "
+            "use labels of one type (e.g. all strings)."
+        ) from None
 
 
 def _canonical(X):

@@ -102,6 +102,13 @@ CASES = [
      ValueError, "Input y contains NaN"),
     ("one_class", lambda d, t: E().fit(d[0], np.zeros(30)), ValueError,
      r"greater than one; got 1 class"),
+    ("mixed_label_types", lambda d, t: E().fit(d[0], np.array(["a"] * 10 + [1] * 20, dtype=object)),
+     TypeError, r"y mixes labels of types that cannot be sorted together \(int, str\)"),
+    ("one_class_of_positive_weight", lambda d, t: E().fit(
+        d[0], d[1], sample_weight=(d[1] == 0).astype(float)), ValueError,
+     "Every example of positive weight .* is of class 0"),
+    ("one_class_of_positive_class_weight", lambda d, t: E(class_weight={0: 0, 2: 0.0}).fit(*d),
+     ValueError, "Every example of positive weight .* is of class 1"),
     ("continuous_y", lambda d, t: E().fit(d[0], np.linspace(0, 1, 30)), ValueError,
      "Unknown label type: continuous"),
     ("empty_X", lambda d, t: E().fit(np.empty((0, 2)), np.empty(0)), ValueError,
