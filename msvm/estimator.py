@@ -995,14 +995,17 @@ default='rbf'
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=first)
         X = _canonical(X)
-        check_classification_targets(y)
+        _encode_targets(y)
         sw = (None if sample_weight is None
               else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                         ensure_non_negative=True, allow_all_zero_weights=True))
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
-            known = unique_labels(classes)
+            try:
+                known = unique_labels(classes)
+            except TypeError:
+                raise _unsortable(classes, "classes") from None
             if len(known) < 2:
                 raise ValueError(
                     f"partial_fit needs at least 2 classes in classes=, got {len(known)}."
@@ -1212,11 +1215,14 @@ def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
         check_classification_targets(y)
         return np.unique(y, return_inverse=True)
     except TypeError:
-        kinds = sorted({type(v).__name__ for v in np.asarray(y, dtype=object).ravel()})
-        raise TypeError(
-            f"y mixes labels of types that cannot be sorted together ({', '.join(kinds)}); "
-            "use labels of one type (e.g. all strings)."
-        ) from None
+        raise _unsortable(y, "y") from None
+
+
+def _unsortable(labels, name: str) -> TypeError:
+    """The error for labels of types that cannot be sorted together (see _encode_targets)."""
+    kinds = sorted({type(v).__name__ for v in np.asarray(labels, dtype=object).ravel()})
+    return TypeError(f"{name} mixes labels of types that cannot be sorted together "
+                     f"({', '.join(kinds)}); use labels of one type (e.g. all strings).")
 
 
 def _canonical(X):

@@ -198,6 +198,9 @@ CASES = [
      AttributeError, "partial_fit needs fit_intercept=False"),
     ("partial_fit_s2do", lambda d, t: E(solver="s2do").partial_fit(*d, classes=[0, 1, 2]),
      AttributeError, "solver='s2do' has no streaming mode"),
+    ("partial_fit_mixed_label_types", lambda d, t: E().partial_fit(
+        d[0], d[1], classes=np.array([0, 1, 2, "x"], dtype=object)), TypeError,
+     r"classes mixes labels of types that cannot be sorted together \(int, str\)"),
     ("partial_fit_features", lambda d, t: _fresh_stream(d).partial_fit(d[0][:, :1], d[1]),
      ValueError, "X has 1 features, but MultiClassSVC is expecting 2"),
     # -- LIBSVM files
