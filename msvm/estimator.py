@@ -737,6 +737,10 @@ default='rbf'
             f"{' (sparse)' if sp.issparse(X) else ''}, {n_classes} classes"
         )
 
+        if callable(self.kernel) and self.solver == "linear":
+            # (The solver would see the precomputed Gram matrix below and name that.)
+            raise ValueError("Solver 'linear' needs kernel='linear' (it keeps the primal W); "
+                             "got a callable kernel. Use solver='s2do' for other kernels.")
         if callable(self.kernel):
             # As in SVC, a callable kernel is evaluated once into the training Gram
             # matrix: f(X, Y) returns the whole (n_X, n_Y) block.

@@ -146,6 +146,8 @@ CASES = [
      r"\(n_samples, n_train=30\)"),
     ("callable_wrong_shape", lambda d, t: E(kernel=lambda A, B: A @ A.T[:, :5]).fit(*d),
      ValueError, r"kernel callable must return the \(30, 30\)"),
+    ("callable_linear_solver", lambda d, t: E(kernel=lambda A, B: A @ B.T, solver="linear").fit(
+        *d), ValueError, "Solver 'linear' needs kernel='linear' .*; got a callable kernel"),
     ("callable_nan", lambda d, t: E(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(
         *d), ValueError, "kernel callable returned NaN"),
     # -- hyper-parameters (scikit-learn's InvalidParameterError is a ValueError)
