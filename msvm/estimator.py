@@ -689,8 +689,8 @@ default='rbf'
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True)
-        check_classification_targets(y)
-        classes, y_codes = np.unique(y, return_inverse=True)
+        X = _canonical(X)
+        classes, y_codes = _encode_targets(y)
         n_classes = len(classes)
         if n_classes < 2:
             raise ValueError(
@@ -709,6 +709,12 @@ default='rbf'
             # would be 0, and the M-SVM²'s shift 1/(2C·0) infinite).
             index = np.flatnonzero(weight > 0)
             weight, y_codes = weight[index], y_codes[index]
+            if len(np.unique(y_codes)) < 2:
+                raise ValueError(
+                    "Every example of positive weight (sample_weight times its class_weight) "
+                    f"is of class {classes.tolist()[y_codes[0]]!r}: a classifier needs "
+                    "examples of at least 2 classes."
+                )
         if self._precomputed:
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -731,6 +737,10 @@ default='rbf'
             f"{' (sparse)' if sp.issparse(X) else ''}, {n_classes} classes"
         )
 
+        if callable(self.kernel) and self.solver == "linear":
+            # (The solver would see the precomputed Gram matrix below and name that.)
+            raise ValueError("Solver 'linear' needs kernel='linear' (it keeps the primal W); "
+                             "got a callable kernel. Use solver='s2do' for other kernels.")
         if callable(self.kernel):
             # As in SVC, a callable kernel is evaluated once into the training Gram
             # matrix: f(X, Y) returns the whole (n_X, n_Y) block.
@@ -988,14 +998,18 @@ default='rbf'
         first = stream is None
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=first)
-        check_classification_targets(y)
+        X = _canonical(X)
+        _encode_targets(y)
         sw = (None if sample_weight is None
               else _check_sample_weight(sample_weight, X, dtype=np.float64,
                                         ensure_non_negative=True, allow_all_zero_weights=True))
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
-            known = unique_labels(classes)
+            try:
+                known = unique_labels(classes)
+            except TypeError:
+                raise _unsortable(classes, "classes") from None
             if len(known) < 2:
                 raise ValueError(
                     f"partial_fit needs at least 2 classes in classes=, got {len(known)}."
@@ -1090,8 +1104,8 @@ default='rbf'
                     f"(n_samples, n_train={n_train}) kernel matrix between the points to "
                     "predict and the training points."
                 )
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                             ensure_all_finite=True, reset=False)
+        return _canonical(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                        ensure_all_finite=True, reset=False))
 
     def _scores(self, X) -> np.ndarray:
         """h(x) for every row of X, shape (n_samples, n_classes)."""
@@ -1115,6 +1129,13 @@ default='rbf'
             def part(rows):
                 return kernel.block(X[rows]) @ self.dual_coef_
         _add_by_blocks(scores, part, n_threads(self._n_jobs()))
+        if not np.all(np.isfinite(scores)):
+            # E.g. the RBF's ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ overflowing: argmax would pick class 0.
+            raise ValueError(
+                "The scores of some rows of X are not finite: the kernel between them and "
+                "the support vectors overflows float64. Scale the features as the training "
+                "points were scaled."
+            )
         return scores
 
     def decision_function(self, X):
@@ -1185,6 +1206,42 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
         with ThreadPoolExecutor(min(threads, len(starts))) as pool:
             for _ in pool.map(add, starts):   # re-raises a block's exception
                 pass
+
+
+def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted classes, codes of y): scikit-learn's target checks, then ``np.unique``.
+
+    Both sort the labels: labels of types that cannot be compared (e.g. ``'a'``
+    and ``1`` in an object array) get a TypeError that names them instead of
+    numpy's bare "'<' not supported between instances of ...".
+    """
+    try:
+        check_classification_targets(y)
+        return np.unique(y, return_inverse=True)
+    except TypeError:
+        raise _unsortable(y, "y") from None
+
+
+def _unsortable(labels, name: str) -> TypeError:
+    """The error for labels of types that cannot be sorted together (see _encode_targets)."""
+    kinds = sorted({type(v).__name__ for v in np.asarray(labels, dtype=object).ravel()})
+    return TypeError(f"{name} mixes labels of types that cannot be sorted together "
+                     f"({', '.join(kinds)}); use labels of one type (e.g. all strings).")
+
+
+def _canonical(X):
+    """X, with a CSR matrix in canonical form: no duplicate entries, sorted indices.
+
+    scikit-learn's distances read each stored entry as a value of its own (a row
+    ``[(0, a/2), (0, a/2)]`` gets the squared norm a²/2, not a²), so duplicates
+    would give RBF kernels of other points than the matrix holds; the compiled
+    loops need sorted indices.  A copy is canonicalised, so that the user's
+    matrix (possibly read-only) is never changed.
+    """
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
 
 
 def _same(value, default) -> bool:

@@ -130,7 +130,9 @@ def check_kernel_range(kernel: Kernel) -> None:
 
     By Cauchy–Schwarz |⟨x, x'⟩| ≤ max_i ‖x_i‖², so the linear and polynomial
     kernels are finite everywhere when they are finite at that bound; RBF,
-    Laplace and sigmoid values are bounded by 1.  A sigmoid kernel (not PSD in
+    Laplace and sigmoid values are bounded by 1, but the RBF's squared
+    distances, computed as ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ (scikit-learn's), are NaN
+    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel (not PSD in
     general) is checked for definiteness as a precomputed one is, up to
     :data:`PSD_CHECK_MAX_SAMPLES` points.
     """
@@ -138,13 +140,15 @@ def check_kernel_range(kernel: Kernel) -> None:
 
     if kernel.is_precomputed or callable(kernel.name):
         return
-    if kernel.name in ("linear", "poly"):
+    if kernel.name in ("linear", "poly", "rbf"):
         with np.errstate(over="ignore", invalid="ignore"):
             sq = kernel.squared_norms()
             bound = float(np.max(sq, initial=0.0))
             if kernel.name == "poly":
                 bound = np.power(np.float64(kernel.gamma * bound + abs(kernel.coef0)),
                                  kernel.degree)
+            elif kernel.name == "rbf":
+                bound = 4.0 * bound   # the largest squared distance
         if not np.isfinite(bound):
             raise ValueError(
                 f"The {kernel.name} kernel overflows float64 on these training points "
@@ -170,8 +174,8 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
     non-negative) Var(X) is the weighted variance of X's entries, each row
     counted w_i times, so that an integer weight is the same as repeating the
     row (:class:`sklearn.svm.SVC` uses the unweighted variance).  A variance
-    that overflows is an error when the kernel uses γ (``used``), else γ is
-    reported as 1.
+    that overflows, or is so small (but not 0) that γ overflows, is an error
+    when the kernel uses γ (``used``), else γ is reported as 1.
     """
     n_features = X.shape[1]
     if isinstance(gamma, str):
@@ -179,6 +183,8 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
             with np.errstate(over="ignore", invalid="ignore"):
                 if sample_weight is not None:
                     w = np.asarray(sample_weight, dtype=np.float64)
+                    if w.max() > 0:   # (the variance does not change; w.sum() stays finite)
+                        w = w / w.max()
                     total = w.sum() * n_features
                     mean = float(np.sum(w @ X)) / total
                     if sp.issparse(X):
@@ -194,7 +200,15 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
             if not np.isfinite(var):
                 raise ValueError("gamma='scale' needs the variance of X, which overflows "
                                  "float64; scale the features first.")
-            return 1.0 / (n_features * var) if var != 0 else 1.0
+            if var == 0:
+                return 1.0
+            with np.errstate(over="ignore", divide="ignore"):
+                gamma = 1.0 / (n_features * var)
+            if not np.isfinite(gamma) and used:
+                raise ValueError(f"gamma='scale' is 1 / (n_features * Var(X)), and Var(X) = "
+                                 f"{var:.3g} is so small that gamma overflows float64; scale the "
+                                 "features first.")
+            return gamma if np.isfinite(gamma) else 1.0
         if gamma == "auto":
             return 1.0 / n_features
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
@@ -343,7 +357,9 @@ class Kernel:
         X = self.X
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
-            X.sort_indices()
+            if not X.has_canonical_format:   # on a copy: the caller's matrix may be read-only
+                X = X.copy()
+                X.sum_duplicates()
         else:
             X = np.ascontiguousarray(X, dtype=np.float64)
         return KernelCache(

@@ -102,6 +102,13 @@ CASES = [
      ValueError, "Input y contains NaN"),
     ("one_class", lambda d, t: E().fit(d[0], np.zeros(30)), ValueError,
      r"greater than one; got 1 class"),
+    ("mixed_label_types", lambda d, t: E().fit(d[0], np.array(["a"] * 10 + [1] * 20, dtype=object)),
+     TypeError, r"y mixes labels of types that cannot be sorted together \(int, str\)"),
+    ("one_class_of_positive_weight", lambda d, t: E().fit(
+        d[0], d[1], sample_weight=(d[1] == 0).astype(float)), ValueError,
+     "Every example of positive weight .* is of class 0"),
+    ("one_class_of_positive_class_weight", lambda d, t: E(class_weight={0: 0, 2: 0.0}).fit(*d),
+     ValueError, "Every example of positive weight .* is of class 1"),
     ("continuous_y", lambda d, t: E().fit(d[0], np.linspace(0, 1, 30)), ValueError,
      "Unknown label type: continuous"),
     ("empty_X", lambda d, t: E().fit(np.empty((0, 2)), np.empty(0)), ValueError,
@@ -118,6 +125,12 @@ CASES = [
      "poly kernel overflows float64"),
     ("overflow_variance", lambda d, t: E().fit(d[0] * 1e200, d[1]), ValueError,
      "variance of X, which overflows"),
+    ("overflow_rbf", lambda d, t: E(gamma=1.0).fit(d[0] * 1e300, d[1]), ValueError,
+     "rbf kernel overflows float64"),
+    ("overflow_rbf_predict", lambda d, t: E().fit(*d).predict(d[0] * 1e307), ValueError,
+     "scores of some rows of X are not finite"),
+    ("underflow_variance", lambda d, t: E().fit(d[0] * 1e-160, d[1]), ValueError,
+     r"Var\(X\) = .* so small that gamma overflows"),
     # -- precomputed and callable kernels
     ("precomputed_not_square", lambda d, t: E(kernel="precomputed").fit(
         rbf_kernel(d[0], d[0][:20]), d[1]), ValueError, "square .*Gram matrix.*30x20"),
@@ -133,6 +146,8 @@ CASES = [
      r"\(n_samples, n_train=30\)"),
     ("callable_wrong_shape", lambda d, t: E(kernel=lambda A, B: A @ A.T[:, :5]).fit(*d),
      ValueError, r"kernel callable must return the \(30, 30\)"),
+    ("callable_linear_solver", lambda d, t: E(kernel=lambda A, B: A @ B.T, solver="linear").fit(
+        *d), ValueError, "Solver 'linear' needs kernel='linear' .*; got a callable kernel"),
     ("callable_nan", lambda d, t: E(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(
         *d), ValueError, "kernel callable returned NaN"),
     # -- hyper-parameters (scikit-learn's InvalidParameterError is a ValueError)
@@ -185,6 +200,9 @@ CASES = [
      AttributeError, "partial_fit needs fit_intercept=False"),
     ("partial_fit_s2do", lambda d, t: E(solver="s2do").partial_fit(*d, classes=[0, 1, 2]),
      AttributeError, "solver='s2do' has no streaming mode"),
+    ("partial_fit_mixed_label_types", lambda d, t: E().partial_fit(
+        d[0], d[1], classes=np.array([0, 1, 2, "x"], dtype=object)), TypeError,
+     r"classes mixes labels of types that cannot be sorted together \(int, str\)"),
     ("partial_fit_features", lambda d, t: _fresh_stream(d).partial_fit(d[0][:, :1], d[1]),
      ValueError, "X has 1 features, but MultiClassSVC is expecting 2"),
     # -- LIBSVM files

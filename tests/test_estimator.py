@@ -77,6 +77,35 @@ def test_sparse_input_matches_dense(small3):
     np.testing.assert_allclose(csr.decision_function(X), dense.decision_function(X), atol=1e-6)
 
 
+def _split_entries(X):
+    """X as a non-canonical CSR matrix: each entry stored twice, halves in reverse order."""
+    rows, cols = np.nonzero(X)
+    order = np.lexsort((-cols, rows))
+    rows, cols = np.repeat(rows[order], 2), np.repeat(cols[order], 2)
+    data = X[rows, cols] / 2
+    indptr = np.searchsorted(rows, np.arange(X.shape[0] + 1))
+    M = sp.csr_matrix((data, cols, indptr), shape=X.shape)
+    M.data.flags.writeable = M.indices.flags.writeable = False   # e.g. a joblib memmap
+    return M
+
+
+@pytest.mark.parametrize("solver", ["s2do", "frank_wolfe"])
+def test_csr_with_duplicate_entries_is_the_matrix_it_holds(small3, solver):
+    # A CSR matrix with duplicate (summed) entries and unsorted indices: scikit-learn's
+    # RBF read each stored entry as a value of its own, so fit and predict used other
+    # points; the solver sorted the user's (here read-only) matrix in place and crashed.
+    X, y = small3
+    M = _split_entries(X)
+    assert not M.has_canonical_format
+    np.testing.assert_allclose(M.toarray(), X)
+    dense = MultiClassSVC(solver=solver, tol=1e-9).fit(X, y)
+    csr = MultiClassSVC(solver=solver, tol=1e-9).fit(M, y)
+    np.testing.assert_allclose(csr.decision_function(X), dense.decision_function(X), atol=1e-6)
+    np.testing.assert_allclose(dense.decision_function(M), dense.decision_function(X),
+                               atol=1e-10)
+    assert not M.has_canonical_format   # the user's matrix is left as it was
+
+
 @pytest.mark.parametrize("model", ["ww", "llw"])
 def test_precomputed_kernel_matches_rbf(small3, model):
     X, y = small3

@@ -167,6 +167,19 @@ def test_max_iter_warns_and_reports():
     assert problem.check_feasible(solution.alpha, atol=1e-9)
 
 
+@pytest.mark.parametrize("C", [1e12, 1e308])
+def test_steps_that_cannot_move_stop_as_stalled(C):
+    # The M-SVM²'s first box is [0, 4C]: with a huge C every step was snapped back to
+    # α = 0 (SNAP·cap) and the inner loop repeated it until the budget (10⁷ steps by
+    # default: hours on 30 points); with 4C = inf the box was doubled for ever.
+    X, y = blobs(0, 3, 30, spread=1.0)
+    problem = make_problem("msvm2", X, y, C=C)
+    with pytest.warns(ConvergenceWarning, match="stopped increasing"):
+        solution = frank_wolfe.solve(problem, max_iter=20_000)
+    assert solution.status == "stalled"
+    assert solution.n_iter < 1000
+
+
 @pytest.mark.parametrize("options, message", [
     ({"fw_variant": "sideways"}, "fw_variant must be one of"),
     ({"working_set_size": 1}, "working_set_size must be an integer >= 2"),

@@ -222,6 +222,16 @@ def test_weighted_gamma_scale_is_the_repeated_variance():
     assert a.gamma_ != pytest.approx(MultiClassSVC().fit(X, y).gamma_, rel=1e-3)
 
 
+def test_weighted_gamma_scale_ignores_the_weights_scale():
+    # The weighted variance overflowed (sum of weights = inf) for large weights, and
+    # the fit failed, blaming the variance of X.
+    X, y = _data(11, 3, 20)
+    w = (np.arange(len(y)) % 3 + 1.0)
+    a = MultiClassSVC().fit(X, y, sample_weight=w)
+    b = MultiClassSVC().fit(X, y, sample_weight=w * 1e307)
+    assert b.gamma_ == pytest.approx(a.gamma_, rel=1e-12)
+
+
 @pytest.mark.parametrize("model", ["cs", "msvm2"])
 @pytest.mark.parametrize("precomputed", [False, True])
 def test_zero_weights_are_left_out(model, precomputed):

@@ -508,7 +508,7 @@ def _projected_search(H_ff: np.ndarray, g: np.ndarray, d: np.ndarray, x: np.ndar
     non-negative.  Returns (y, down, up), down/up marking the variables put at 0
     and at ``upper`` (exactly), or None when the objective is unbounded along it.
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         room = np.where(d < 0, x / -d, np.where(d > 0, (upper - x) / d, np.inf))
     direction = d.copy()
     moved = np.zeros_like(x)          # y − x

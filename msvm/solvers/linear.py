@@ -108,7 +108,9 @@ def _rows(X):
     """(data or dense rows, indices, indptr) in the layout the Cython loop reads."""
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
-        X.sum_duplicates()    # (sorts the indices: the order of a dense row)
+        if not X.has_canonical_format:   # sorted indices (the order of a dense row), on a copy
+            X = X.copy()
+            X.sum_duplicates()
         return (np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices, dtype=np.int32),
                 np.ascontiguousarray(X.indptr, dtype=np.intp))
     return (np.ascontiguousarray(X, dtype=np.float64), np.zeros(0, dtype=np.int32),

@@ -202,7 +202,9 @@ def _state_features(X):
     or the CSR parts (data, int32 indices, indptr)."""
     if sp.issparse(X):
         csr = sp.csr_matrix(X, dtype=np.float64)
-        csr.sum_duplicates()
+        if not csr.has_canonical_format:   # on a copy: the caller's matrix may be read-only
+            csr = csr.copy()
+            csr.sum_duplicates()
         return csr.data, csr.indices.astype(np.int32), csr.indptr.astype(np.intp)
     return np.ascontiguousarray(X, dtype=np.float64)
 

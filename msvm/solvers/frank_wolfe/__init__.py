@@ -360,7 +360,11 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             if n_B < m:
                 trace(J, bound)
             if solver.squared and solver.box_binds():
-                # The box optimum is not the true one: widen the box at once.
+                # The box optimum is not the true one: widen the box at once (while
+                # float64 holds it: an infinite box would loop here for ever).
+                if not np.all(np.isfinite(2.0 * solver.cap)):
+                    status = "stalled"
+                    break
                 solver.cap *= 2.0
                 continue
             if bound <= tol * abs(J):

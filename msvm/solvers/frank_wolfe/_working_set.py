@@ -152,13 +152,20 @@ def inner(block: Block, variant: str, lazy: bool, face_steps: bool, target: floa
     Stops when the working set's gap is at most ``target``, or, with
     ``rel_tol`` (the working set is the whole problem), at most
     ``rel_tol`` · |J(α)| for the current α; also when the M-SVM² box binds
-    (the driver widens it).
+    (the driver widens it), and when a round of steps left α as it was (a
+    step of length 0, or one snapped back onto its bound), which would
+    otherwise repeat until the budget is spent: the driver's stall test then
+    counts the split.
     """
     atoms = None if variant == "classic" else Atoms(block.alpha)
     shape = block.alpha.shape
     gap = np.inf
     steps = n_vertex_steps = 0
+    previous = None
     while steps < max_steps:
+        if previous is not None and np.array_equal(previous, block.alpha, equal_nan=True):
+            break
+        previous = block.alpha.copy()
         if face_steps:
             steps += block.face.run(max_steps - steps)
             if atoms is not None:
