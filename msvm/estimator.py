@@ -37,6 +37,7 @@ from msvm.kernels import (
     KERNELS,
     Kernel,
     callable_block,
+    canonical_csr,
     check_gram,
     check_kernel_range,
     resolve_gamma,
@@ -689,7 +690,8 @@ default='rbf'
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True)
-        X = _canonical(X)
+        if sp.issparse(X):
+            X = canonical_csr(X)
         classes, y_codes = _encode_targets(y)
         n_classes = len(classes)
         if n_classes < 2:
@@ -998,7 +1000,8 @@ default='rbf'
         first = stream is None
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True, reset=first)
-        X = _canonical(X)
+        if sp.issparse(X):
+            X = canonical_csr(X)
         _encode_targets(y)
         sw = (None if sample_weight is None
               else _check_sample_weight(sample_weight, X, dtype=np.float64,
@@ -1104,8 +1107,9 @@ default='rbf'
                     f"(n_samples, n_train={n_train}) kernel matrix between the points to "
                     "predict and the training points."
                 )
-        return _canonical(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                                        ensure_all_finite=True, reset=False))
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                          ensure_all_finite=True, reset=False)
+        return canonical_csr(X) if sp.issparse(X) else X
 
     def _scores(self, X) -> np.ndarray:
         """h(x) for every row of X, shape (n_samples, n_classes)."""
@@ -1227,21 +1231,6 @@ def _unsortable(labels, name: str) -> TypeError:
     kinds = sorted({type(v).__name__ for v in np.asarray(labels, dtype=object).ravel()})
     return TypeError(f"{name} mixes labels of types that cannot be sorted together "
                      f"({', '.join(kinds)}); use labels of one type (e.g. all strings).")
-
-
-def _canonical(X):
-    """X, with a CSR matrix in canonical form: no duplicate entries, sorted indices.
-
-    scikit-learn's distances read each stored entry as a value of its own (a row
-    ``[(0, a/2), (0, a/2)]`` gets the squared norm a²/2, not a²), so duplicates
-    would give RBF kernels of other points than the matrix holds; the compiled
-    loops need sorted indices.  A copy is canonicalised, so that the user's
-    matrix (possibly read-only) is never changed.
-    """
-    if sp.issparse(X) and not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
-    return X
 
 
 def _same(value, default) -> bool:

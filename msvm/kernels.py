@@ -125,6 +125,22 @@ def check_gram(K: np.ndarray, what: str = "precomputed kernel") -> None:
         )
 
 
+def canonical_csr(X) -> sp.csr_matrix:
+    """X as a float64 CSR matrix in canonical form: no duplicate entries, sorted indices.
+
+    scikit-learn's distances read each stored entry as a value of its own (a row
+    ``[(0, a/2), (0, a/2)]`` gets the squared norm a²/2, not a²), so duplicates
+    would give kernels of other points than the matrix holds; the compiled loops
+    need sorted indices.  A matrix not in that form is canonicalised on a copy,
+    so that the caller's (possibly read-only) matrix is never changed.
+    """
+    X = sp.csr_matrix(X, dtype=np.float64)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()   # (also sorts the indices)
+    return X
+
+
 def check_kernel_range(kernel: Kernel) -> None:
     """Refuse named kernels whose values overflow float64 on the training points.
 
@@ -354,13 +370,8 @@ class Kernel:
         if callable(self.name):
             return KernelCache(self.gram(), KERNEL_CODES["precomputed"], 0.0, 0.0, 0.0, cache_size,
                                offset=float(offset))
-        X = self.X
-        if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=np.float64)
-            if not X.has_canonical_format:   # on a copy: the caller's matrix may be read-only
-                X = X.copy()
-                X.sum_duplicates()
-        else:
+        X = self.X   # (KernelCache puts a CSR matrix in canonical form on a copy)
+        if not sp.issparse(X):
             X = np.ascontiguousarray(X, dtype=np.float64)
         return KernelCache(
             X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree), float(self.coef0),

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from msvm._progress import SolverProgress
+from msvm.kernels import canonical_csr
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
@@ -107,10 +108,7 @@ def _structure(problem: DualProblem, M: np.ndarray, group_size: np.ndarray):
 def _rows(X):
     """(data or dense rows, indices, indptr) in the layout the Cython loop reads."""
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        if not X.has_canonical_format:   # sorted indices (the order of a dense row), on a copy
-            X = X.copy()
-            X.sum_duplicates()
+        X = canonical_csr(X)   # sorted indices: the order of a dense row
         return (np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices, dtype=np.int32),
                 np.ascontiguousarray(X.indptr, dtype=np.intp))
     return (np.ascontiguousarray(X, dtype=np.float64), np.zeros(0, dtype=np.int32),

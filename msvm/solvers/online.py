@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from msvm._progress import SolverProgress
-from msvm.kernels import KERNEL_CODES, Kernel
+from msvm.kernels import KERNEL_CODES, Kernel, canonical_csr
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
@@ -141,10 +141,7 @@ def batch_arrays(X, kernel_name: str, gamma: float, degree: float, coef0: float,
         out.update(sqnorm=zeros, l1norm=zeros, kdiag=kd)
         return out
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
+        X = canonical_csr(X)
         out.update(data=X.data, indices=X.indices.astype(np.int32, copy=False),
                    indptr=X.indptr.astype(np.intp, copy=False))
         sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
@@ -201,10 +198,7 @@ def _state_features(X):
     """Features of some patterns as ``OnlineState.restore`` takes them: a dense C array,
     or the CSR parts (data, int32 indices, indptr)."""
     if sp.issparse(X):
-        csr = sp.csr_matrix(X, dtype=np.float64)
-        if not csr.has_canonical_format:   # on a copy: the caller's matrix may be read-only
-            csr = csr.copy()
-            csr.sum_duplicates()
+        csr = canonical_csr(X)
         return csr.data, csr.indices.astype(np.int32), csr.indptr.astype(np.intp)
     return np.ascontiguousarray(X, dtype=np.float64)
 
