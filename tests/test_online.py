@@ -466,8 +466,10 @@ def test_bad_parameters(stream_data):
 
 def test_partial_fit_bad_input(stream_data):
     X, y, _, _ = stream_data
+    fresh = MultiClassSVC()
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
-        MultiClassSVC().partial_fit(X, y)
+        fresh.partial_fit(X, y)
+    assert not hasattr(fresh, "n_features_in_")  # still unfitted (not half-fitted)
     with pytest.raises(ValueError, match=r"labels not in classes: \[3\]"):
         MultiClassSVC().partial_fit(X, y, classes=[0, 1, 2])
     with pytest.raises(ValueError, match="at least 2 classes"):
