@@ -500,3 +500,29 @@ def test_partial_fit_bad_input(stream_data):
         assert "partial_fit needs fit_intercept=False" in str(info.value) or (
             "has no streaming mode" in str(info.value))
     assert hasattr(clone(MultiClassSVC(solver="online")), "partial_fit")
+
+
+def test_interrupted_chunk_keeps_the_pattern_indices(stream_data, monkeypatch):
+    """Ctrl-C during a chunk: the patterns fed so far stay in the stream, so the chunk
+    counts as seen and the next chunk's patterns get indices of their own."""
+    X, y, _, _ = stream_data
+    online = _online()
+    clf = MultiClassSVC(model="ww", random_state=0)
+    clf.partial_fit(X[:100], y[:100], classes=np.unique(y))
+    before = clf.decision_function(X[:20])
+    real = online._drive
+
+    def interrupted(state, method, budget, slice_, tick):
+        real(state, method, [20], slice_, tick)   # 20 steps of the chunk, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(online, "_drive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        clf.partial_fit(X[100:300], y[100:300])
+    monkeypatch.undo()
+    np.testing.assert_array_equal(clf.decision_function(X[:20]), before)
+    assert clf._stream.n_seen == 300
+    clf.partial_fit(X[300:], y[300:])
+    assert clf.solution_["n_seen"] == len(X)
+    assert len(np.unique(clf.support_)) == len(clf.support_)
+    assert np.any((clf.support_ >= 100) & (clf.support_ < 300))   # some fed before Ctrl-C

@@ -625,7 +625,8 @@ class OnlineStream:
         pattern of weight 0 is skipped (it still counts in the pattern
         indices).  Returns ``"epoch_limit"`` (the chunk was
         fed) or ``"max_iter"`` (``max_iter`` steps were taken first; the rest
-        of the chunk is dropped).
+        of the chunk is dropped).  Interrupted (Ctrl-C), the patterns fed so far stay
+        and the chunk's indices count as seen, as for ``"max_iter"``.
         """
         start = time.perf_counter()
         n = X.shape[0]
@@ -658,12 +659,16 @@ class OnlineStream:
                                 extra=f"chunk {self.n_calls + 1} {self.state.pos}/{n}  "
                                       f"support patterns {self.state.n_sp}")
 
-        with limit_blas_threads(1):
-            code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
-        progress.close()
-        self.n_seen += n
-        self.n_calls += 1
-        self.time += time.perf_counter() - start
+        try:
+            with limit_blas_threads(1):
+                code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
+        finally:
+            # Counted even when interrupted (Ctrl-C): the patterns fed so far stay in the
+            # state, and the next chunk's indices must not be theirs.
+            progress.close()
+            self.n_seen += n
+            self.n_calls += 1
+            self.time += time.perf_counter() - start
         return "max_iter" if code == BUDGET else "epoch_limit"
 
     def support(self):
