@@ -117,6 +117,12 @@ def test_same_checks_and_warning_for_every_solver(solver):
     if "trace" in inspect.signature(module.solve).parameters:
         with pytest.raises(ValueError, match="trace must be a positive number of seconds"):
             module.solve(problem, trace=-1.0)
+    if solver != "online":   # (the online solver ignores warm_start)
+        for bad in (np.nan, np.inf):
+            # Passed through to the loops, NaN scores stopped S2DO at once with status
+            # 'optimal' and a NaN α, and Frank-Wolfe with HiGHS's error.
+            with pytest.raises(ValueError, match="warm_start contains NaN or infinity"):
+                module.solve(problem, warm_start=np.full((30, problem.n_slots), bad))
     extra = {"epochs": None} if solver == "online" else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
