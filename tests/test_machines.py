@@ -1,5 +1,7 @@
 """The machine table: coefficients, Hessian structure, objective and gradient."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -137,6 +139,30 @@ def test_bad_machine_arguments():
         make_machine("svm", 3)
     with pytest.raises(ValueError, match="at least 2 classes"):
         make_machine("ww", 1)
+    with pytest.raises(ValueError, match="n_classes must be an integer, got 3.0"):
+        make_machine("ww", 3.0)
+
+
+def test_custom_machine_tables_are_checked(monkeypatch):
+    """A row of the wrong shape, with NaN or an unknown loss is refused when it is built:
+    NaN ν or γ gave an 'optimal' α = 0, an unknown loss was solved as the squared one."""
+    ww = make_machine("ww", 3)
+    bad = {
+        "nu and gamma must be finite": dict(nu=np.where(ww.nu != 0, np.nan, 0.0)),
+        "nu and gamma must be finite ": dict(gamma=np.full((3, 3), np.inf)),
+        r"nu must have shape .* \(4, P, 4\), got \(3, 3, 3\)": dict(n_classes=4),
+        r"gamma must have shape \(n_classes, P\) = \(3, 2\)": dict(nu=ww.nu[:, :2]),
+        "loss must be 'hinge' or 'squared'": dict(loss="logistic"),
+        "active must be a boolean array": dict(active=ww.active.astype(int)),
+    }
+    for message, change in bad.items():
+        with pytest.raises(ValueError, match=message.strip()):
+            dataclasses.replace(ww, **change)
+    monkeypatch.setitem(MACHINES, "nan",
+                        lambda Q: dict(MACHINES["ww"](Q), gamma=np.full((Q, Q), np.nan)))
+    with pytest.raises(ValueError, match="Machine 'nan': nu and gamma must be finite"):
+        make_machine("nan", 3)
+
 
 
 def test_a_machine_too_large_to_allocate_says_why(monkeypatch):
