@@ -164,6 +164,24 @@ def test_custom_machine_tables_are_checked(monkeypatch):
         make_machine("nan", 3)
 
 
+def test_problem_checks_its_labels_and_C():
+    """Labels were cast to intp: −1 wrapped round to the last class, 0.5 became 0."""
+    X, y = blobs(0, 3, 12)
+    machine, kernel = make_machine("ww", 3), Kernel(X, "rbf", gamma=0.5)
+    for labels, message in ((np.r_[y[:-1], -1], "class codes 0 .. 2"),
+                            (np.r_[y[:-1], 3], "class codes 0 .. 2"),
+                            (np.r_[y[:-1], 0.5], "integer class codes"),
+                            (np.r_[y[:-1], np.nan], "integer class codes"),
+                            (y[:, None], "y must be 1-D")):
+        with pytest.raises(ValueError, match=message):
+            DualProblem(machine, labels, kernel, 1.0, False)
+    np.testing.assert_array_equal(DualProblem(machine, y.astype(float), kernel, 1.0, False).y, y)
+    for C in ("1", np.ones(2), 0.0, np.nan):
+        with pytest.raises(ValueError, match="C must be a positive number"):
+            DualProblem(machine, y, kernel, C, False)
+    with pytest.raises(TypeError, match="machine must be a Machine"):
+        DualProblem("ww", y, kernel, 1.0, False)
+
 
 def test_a_machine_too_large_to_allocate_says_why(monkeypatch):
     def builder(n_classes):
