@@ -114,6 +114,8 @@ def test_same_checks_and_warning_for_every_solver(solver):
     problem = make_problem("ww", X, y, kernel="linear", bias=solver == "s2do_bias")
     with pytest.raises(ValueError, match="max_iter must be a positive integer or None"):
         module.solve(problem, max_iter=0)
+    with pytest.raises(ValueError, match="tol must be a non-negative number"):
+        module.solve(problem, tol="a")   # was Python's bare "'>=' not supported" TypeError
     if "trace" in inspect.signature(module.solve).parameters:
         with pytest.raises(ValueError, match="trace must be a positive number of seconds"):
             module.solve(problem, trace=-1.0)
