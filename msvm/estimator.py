@@ -1058,7 +1058,8 @@ default='rbf'
         class_weight, weight = (None, sw) if self.class_weight is None else (
             self._weights(known, y, y_codes, sw, allow_all_zero=True))
         if first:
-            gamma_ = resolve_gamma(self.gamma, X, sample_weight=sw)
+            gamma_ = resolve_gamma(self.gamma, X, used=self.kernel != "linear",
+                                   sample_weight=sw)
             stream = OnlineStream(
                 make_machine(self.model, len(known)), self.C, self.kernel, gamma_, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,

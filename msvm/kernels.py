@@ -199,8 +199,14 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
             with np.errstate(over="ignore", invalid="ignore"):
                 if sample_weight is not None:
                     w = np.asarray(sample_weight, dtype=np.float64)
-                    if w.max() > 0:   # (the variance does not change; w.sum() stays finite)
-                        w = w / w.max()
+                    if not w.max(initial=0.0) > 0:
+                        if not used:
+                            return 1.0
+                        # (The weighted variance is 0/0, which read as an overflow.)
+                        raise ValueError("gamma='scale' needs the weighted variance of X, "
+                                         "but every sample_weight is 0; give gamma as a "
+                                         "number.")
+                    w = w / w.max()   # (the variance does not change; w.sum() stays finite)
                     total = w.sum() * n_features
                     mean = float(np.sum(w @ X)) / total
                     if sp.issparse(X):
