@@ -140,6 +140,12 @@ def test_blas_threads_declaration_matches_solve(name):
     """model_selection passes blas_threads exactly to the solvers that declare it."""
     module = get_solver(name)
     assert module.BLAS_THREADS == ("blas_threads" in inspect.signature(module.solve).parameters)
+    if module.BLAS_THREADS:
+        X, y = blobs(0, 3, 12)
+        problem = make_problem("ww", X, y, bias=name in ("s2do_bias", "frank_wolfe"))
+        for bad in (0, -1, 1.5):   # were run (1.5 as one thread, 0 and -1 passed to BLAS)
+            with pytest.raises(ValueError, match="blas_threads must be a positive integer"):
+                module.solve(problem, blas_threads=bad)
 
 
 def test_blas_limits_overlapping_in_threads_restore_the_counts_from_before():

@@ -437,6 +437,9 @@ def limit_blas_threads(n: int | None):
     if n is None:
         yield
         return
+    if not isinstance(n, Integral) or isinstance(n, bool) or n < 1:
+        # (int() made 1.5 one thread; 0 or −5 went to the BLAS library as they were.)
+        raise ValueError(f"blas_threads must be a positive integer or None, got {n!r}.")
     _BlasLimit.enter(int(n))
     try:
         yield
