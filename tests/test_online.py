@@ -462,6 +462,14 @@ def test_bad_parameters(stream_data):
         _online().solve(make_problem("ww", X, y), online_strategy=3)
     with pytest.raises(ValueError, match="test_set needs trace"):
         _online().solve(make_problem("ww", X, y), test_set=(X, y))
+    # Checked before the solve (X_test of other features failed at the first curve point
+    # with the kernel's error, a test_set that is not a pair with "not enough values").
+    for solver in ("online", "s2do"):
+        with pytest.raises(ValueError, match=r"X_test has shape \(10, 1\), expected \(n_test, 2\)"):
+            get_solver(solver).solve(make_problem("ww", X, y), trace=0.1,
+                                     test_set=(X[:10, :1], y[:10]))
+        with pytest.raises(ValueError, match=r"test_set must be a pair \(X_test, y_test\)"):
+            get_solver(solver).solve(make_problem("ww", X, y), trace=0.1, test_set="x")
 
 
 def test_partial_fit_bad_input(stream_data):
