@@ -534,3 +534,26 @@ def test_interrupted_chunk_keeps_the_pattern_indices(stream_data, monkeypatch):
     assert clf.solution_["n_seen"] == len(X)
     assert len(np.unique(clf.support_)) == len(clf.support_)
     assert np.any((clf.support_ >= 100) & (clf.support_ < 300))   # some fed before Ctrl-C
+
+
+def test_stream_checks_its_chunks(stream_data):
+    """OnlineStream.feed (the engine of partial_fit) took any chunk: codes out of range, X
+    of other features or y shorter than X were read past their arrays by the compiled
+    loop, NaN and negative weights were fed."""
+    X, y, _, _ = stream_data
+    stream = _online().OnlineStream(make_machine("ww", 4), 1.0, "rbf", 0.5, 3, 0.0, 2, False,
+                                    random_state=0)
+    codes = np.asarray(y[:20])
+    for args, message in (((X[:20], np.r_[codes[:-1], 4]), "class codes 0 .. 3"),
+                          ((X[:20], np.r_[codes[:-1], -1]), "class codes 0 .. 3"),
+                          ((X[:20, :1], codes), r"the stream's chunks have 2 features"),
+                          ((np.c_[X[:20], X[:20]], codes), "2 features"),
+                          ((np.where(X[:20] > 1, np.nan, X[:20]), codes), "NaN"),
+                          ((X[:20], codes[:-3]), "X has 20 rows but y has 17")):
+        with pytest.raises(ValueError, match=message):
+            stream.feed(*args)
+    for weight in (-np.ones(20), np.full(20, np.nan), np.ones(3)):
+        with pytest.raises(ValueError, match="sample_weight must hold 20"):
+            stream.feed(X[:20], codes, sample_weight=weight)
+    assert stream.n_seen == 0
+    assert stream.feed(X[:20], codes) == "epoch_limit" and stream.n_seen == 20
