@@ -154,6 +154,12 @@ class Machine:
         if self.loss not in ("hinge", "squared"):
             raise ValueError(f"Machine {self.name!r}: loss must be 'hinge' or 'squared', got "
                              f"{self.loss!r}.")
+        slack = np.asarray(self.slack)
+        if slack.dtype.kind not in "iu" or (self.loss == "hinge" and np.any(
+                slack[np.asarray(self.active)] < 0)):
+            # (A hinge slot without a slack group, −1, corrupted Frank-Wolfe's memory.)
+            raise ValueError(f"Machine {self.name!r}: slack must be an integer array, with a "
+                             "slack group >= 0 on every active slot of a hinge machine.")
         # ν class by class: no temporary of ν's Q³ size.
         if not (np.all(np.isfinite(self.gamma)) and all(np.all(np.isfinite(nu[y]))
                                                         for y in range(Q))):

@@ -154,6 +154,9 @@ def test_custom_machine_tables_are_checked(monkeypatch):
         r"gamma must have shape \(n_classes, P\) = \(3, 2\)": dict(nu=ww.nu[:, :2]),
         "loss must be 'hinge' or 'squared'": dict(loss="logistic"),
         "active must be a boolean array": dict(active=ww.active.astype(int)),
+        # A hinge slot without a slack group: Frank-Wolfe aborted on corrupted memory.
+        "slack group >= 0 on every active slot": dict(slack=np.where(ww.active, -1, 0)),
+        "slack must be an integer array": dict(slack=ww.slack.astype(float)),
     }
     for message, change in bad.items():
         with pytest.raises(ValueError, match=message.strip()):
