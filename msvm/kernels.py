@@ -274,6 +274,19 @@ class Kernel:
     coef0: float = 0.0
     _gram_cache: np.ndarray | None = field(default=None, repr=False)
 
+    def __post_init__(self):
+        # Checked once here for every solver: the online loop read a non-square Gram
+        # matrix's rows past their end, and NaN points or Gram entries gave α = 0.
+        if not callable(self.name) and self.name not in KERNELS:
+            raise ValueError(f"Unknown kernel {self.name!r}; expected a callable or one of "
+                             f"{list(KERNELS)}.")
+        shape = np.shape(self.X)
+        if len(shape) != 2 or (self.is_precomputed and shape[0] != shape[1]):
+            raise ValueError(f"A Kernel needs a 2-D array of points, or a square (m, m) Gram "
+                             f"matrix when precomputed; got shape {shape}.")
+        if not np.all(np.isfinite(self.X.data if sp.issparse(self.X) else self.X)):
+            raise ValueError("The kernel's points (or Gram matrix) contain NaN or infinity.")
+
     @property
     def n_samples(self) -> int:
         return self.X.shape[0]
