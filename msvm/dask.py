@@ -78,7 +78,8 @@ def partial_fit_dask(estimator, X, y, classes=None):
         stream).
     X : dask.array.Array of shape (n_samples, n_features)
         The stream, in row blocks (blocks split along columns are joined
-        first).  Blocks may be dense or ``scipy.sparse`` (CSR).
+        first; blocks of no rows are skipped).  Blocks may be dense or
+        ``scipy.sparse`` (CSR).
     y : dask.array.Array or array-like of shape (n_samples,)
         The labels (a dask array is rechunked to X's row blocks).
     classes : array-like, optional
@@ -96,7 +97,7 @@ def partial_fit_dask(estimator, X, y, classes=None):
     AttributeError
         If the estimator has no ``partial_fit`` (the message says why).
     TypeError, ValueError
-        If X is not a 2-D dask array or y does not match its rows.
+        If X is not a 2-D dask array with rows or y does not match its rows.
 
     Examples
     --------
@@ -118,7 +119,11 @@ def partial_fit_dask(estimator, X, y, classes=None):
     labels = _aligned_labels(y, X.chunks[0])
     if classes is None and not hasattr(estimator, "classes_"):
         classes = da.unique(y).compute() if isinstance(y, da.Array) else np.unique(y)
+    if sum(X.chunks[0]) == 0:
+        raise ValueError("X has no rows: there is nothing to feed.")
     for i, block_labels in enumerate(labels):
+        if X.chunks[0][i] == 0:
+            continue   # an empty block (e.g. a filtered partition) holds nothing to feed
         X_block, y_block = dask.compute(X.blocks[i], block_labels)
         feed(X_block, np.asarray(y_block), classes=classes)
     return estimator

@@ -308,8 +308,33 @@ def _squared_loss(xi: np.ndarray, weight: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------ the numbers
+def _checked(problem: DualProblem, name: str, value, shape: tuple) -> np.ndarray:
+    """``value`` as a float64 array of ``shape``, finite (ValueError naming ``name``).
+
+    A solution of another problem or a NaN one otherwise failed with numpy's index
+    or broadcasting errors deep in the computation, or gave NaN or finite but
+    meaningless numbers.
+    """
+    try:
+        out = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers of shape {shape}, got "
+                         f"{type(value).__name__}.") from None
+    if out.shape != shape:
+        raise ValueError(f"{name} has shape {out.shape}, but this problem's is {shape} "
+                         f"({problem.n_samples} examples, {problem.n_slots} slots, "
+                         f"{problem.n_classes} classes): a solution of another problem?")
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    return out
+
+
 def primal_objective(problem: DualProblem, alpha, b, F=None):
     """Primal objective of (w(α), b, smallest feasible ξ); returns (P, ξ)."""
+    alpha = _checked(problem, "alpha", alpha, (problem.n_samples, problem.n_slots))
+    b = _checked(problem, "b", b, (problem.n_classes,))
+    if F is not None:
+        F = _checked(problem, "F", F, (problem.n_samples, problem.n_classes))
     beta = problem.beta(alpha)
     if F is None:
         F = problem.scores(beta)
@@ -580,6 +605,8 @@ def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
     violation unchanged, which is how :func:`msvm.model_selection.loo_error`
     certifies that such a removal keeps the solution optimal.
     """
+    alpha = _checked(problem, "alpha", alpha, (problem.n_samples, problem.n_slots))
+    G = _checked(problem, "G", G, (problem.n_samples, problem.n_slots))
     tol = _zero_tol(problem)
     positive = (alpha > tol[:, None]) & problem.active
     inf = np.inf
@@ -614,14 +641,23 @@ def diagnose(problem: DualProblem, solution: DualSolution | np.ndarray) -> Diagn
     ----------
     problem : DualProblem
     solution : DualSolution or ndarray of shape (m, P)
-        A solver's result, or α alone.
+        A solver's result, or α alone.  Any α of the problem's shape is
+        diagnosed (an infeasible one shows in ``kkt_residuals['bounds']``).
 
     Returns
     -------
     Diagnostics
+
+    Raises
+    ------
+    ValueError
+        If α (or the solution's scores) is not of this problem's shape or not finite.
     """
-    alpha = solution.alpha if isinstance(solution, DualSolution) else np.asarray(solution)
+    alpha = solution.alpha if isinstance(solution, DualSolution) else solution
+    alpha = _checked(problem, "alpha", alpha, (problem.n_samples, problem.n_slots))
     F = solution.scores if isinstance(solution, DualSolution) else None
+    if F is not None:
+        F = _checked(problem, "solution.scores", F, (problem.n_samples, problem.n_classes))
     beta = problem.beta(alpha)
     if F is None:
         F = problem.scores(beta)

@@ -623,6 +623,18 @@ default='rbf'
         self : MultiClassSVC
             The fitted estimator.
         """
+        before = dict(vars(self))
+        try:
+            return self._fit(X, y, sample_weight)
+        except BaseException:
+            # A fit that fails or is interrupted (Ctrl-C) leaves the estimator as it was:
+            # not half-fitted (the input checks' n_features_in_ alone made an unfitted
+            # estimator pass check_is_fitted, and a fitted one refuse its own data).
+            _restore(self, before)
+            raise
+
+    def _fit(self, X, y, sample_weight):
+        """:meth:`fit` proper (``fit`` undoes its changes when it raises)."""
         setup = self.prepare_fit(X, y, sample_weight)
         X, problem, gamma_ = setup.X, setup.problem, setup.gamma
         n_rows = (setup.fit_shape or X.shape)[0]   # rows of the user's X
@@ -970,6 +982,17 @@ default='rbf'
             from 0 at the first call), ``n_iter_`` counts the steps of all
             calls.
         """
+        before = dict(vars(self))
+        try:
+            return self._partial_fit(X, y, classes, sample_weight)
+        except BaseException:
+            # As in fit (a chunk fed in part stays in the stream: OnlineStream.feed).
+            _restore(self, before)
+            raise
+
+    def _partial_fit(self, X, y, classes, sample_weight):
+        """:meth:`partial_fit` proper (``partial_fit`` undoes its changes to the
+        estimator's attributes when it raises)."""
         self._check_params()
         if self._precomputed or callable(self.kernel):
             raise ValueError(
@@ -1035,7 +1058,8 @@ default='rbf'
         class_weight, weight = (None, sw) if self.class_weight is None else (
             self._weights(known, y, y_codes, sw, allow_all_zero=True))
         if first:
-            gamma_ = resolve_gamma(self.gamma, X, sample_weight=sw)
+            gamma_ = resolve_gamma(self.gamma, X, used=self.kernel != "linear",
+                                   sample_weight=sw)
             stream = OnlineStream(
                 make_machine(self.model, len(known)), self.C, self.kernel, gamma_, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
@@ -1224,6 +1248,12 @@ def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
         return np.unique(y, return_inverse=True)
     except TypeError:
         raise _unsortable(y, "y") from None
+
+
+def _restore(estimator, attributes: dict) -> None:
+    """Set the estimator's attributes back to ``attributes`` (a copy of ``vars``)."""
+    vars(estimator).clear()
+    vars(estimator).update(attributes)
 
 
 def _unsortable(labels, name: str) -> TypeError:

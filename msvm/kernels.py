@@ -199,8 +199,14 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
             with np.errstate(over="ignore", invalid="ignore"):
                 if sample_weight is not None:
                     w = np.asarray(sample_weight, dtype=np.float64)
-                    if w.max() > 0:   # (the variance does not change; w.sum() stays finite)
-                        w = w / w.max()
+                    if not w.max(initial=0.0) > 0:
+                        if not used:
+                            return 1.0
+                        # (The weighted variance is 0/0, which read as an overflow.)
+                        raise ValueError("gamma='scale' needs the weighted variance of X, "
+                                         "but every sample_weight is 0; give gamma as a "
+                                         "number.")
+                    w = w / w.max()   # (the variance does not change; w.sum() stays finite)
                     total = w.sum() * n_features
                     mean = float(np.sum(w @ X)) / total
                     if sp.issparse(X):
@@ -267,6 +273,19 @@ class Kernel:
     degree: float = 3
     coef0: float = 0.0
     _gram_cache: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        # Checked once here for every solver: the online loop read a non-square Gram
+        # matrix's rows past their end, and NaN points or Gram entries gave α = 0.
+        if not callable(self.name) and self.name not in KERNELS:
+            raise ValueError(f"Unknown kernel {self.name!r}; expected a callable or one of "
+                             f"{list(KERNELS)}.")
+        shape = np.shape(self.X)
+        if len(shape) != 2 or (self.is_precomputed and shape[0] != shape[1]):
+            raise ValueError(f"A Kernel needs a 2-D array of points, or a square (m, m) Gram "
+                             f"matrix when precomputed; got shape {shape}.")
+        if not np.all(np.isfinite(self.X.data if sp.issparse(self.X) else self.X)):
+            raise ValueError("The kernel's points (or Gram matrix) contain NaN or infinity.")
 
     @property
     def n_samples(self) -> int:

@@ -106,6 +106,7 @@ same weights on SVC's side, ``tests/test_weights.py``.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 
@@ -131,6 +132,38 @@ class Machine:
     sum_to_zero: bool
     loss: str  # "hinge" or "squared"
     source: str
+
+    def __post_init__(self):
+        # A custom row (built here or registered in MACHINES) is checked once, so that a
+        # table of the wrong shape or with NaN does not reach the solvers: NaN ν or γ gave
+        # an 'optimal' α = 0, a wrong n_classes a reshape error deep in a solver.
+        Q = self.n_classes
+        if not isinstance(Q, Integral) or isinstance(Q, bool) or Q < 2:
+            raise ValueError(f"A multi-class SVM needs an integer n_classes >= 2, got {Q!r}.")
+        nu = np.asarray(self.nu)
+        if nu.ndim != 3 or nu.shape[0] != Q or nu.shape[2] != Q:
+            raise ValueError(f"Machine {self.name!r}: nu must have shape (n_classes, P, "
+                             f"n_classes) = ({Q}, P, {Q}), got {nu.shape}.")
+        for field_name in ("gamma", "active", "slack"):
+            shape = np.shape(getattr(self, field_name))
+            if shape != nu.shape[:2]:
+                raise ValueError(f"Machine {self.name!r}: {field_name} must have shape "
+                                 f"(n_classes, P) = {nu.shape[:2]}, got {shape}.")
+        if np.asarray(self.active).dtype != bool:
+            raise ValueError(f"Machine {self.name!r}: active must be a boolean array.")
+        if self.loss not in ("hinge", "squared"):
+            raise ValueError(f"Machine {self.name!r}: loss must be 'hinge' or 'squared', got "
+                             f"{self.loss!r}.")
+        slack = np.asarray(self.slack)
+        if slack.dtype.kind not in "iu" or (self.loss == "hinge" and np.any(
+                slack[np.asarray(self.active)] < 0)):
+            # (A hinge slot without a slack group, −1, corrupted Frank-Wolfe's memory.)
+            raise ValueError(f"Machine {self.name!r}: slack must be an integer array, with a "
+                             "slack group >= 0 on every active slot of a hinge machine.")
+        # ν class by class: no temporary of ν's Q³ size.
+        if not (np.all(np.isfinite(self.gamma)) and all(np.all(np.isfinite(nu[y]))
+                                                        for y in range(Q))):
+            raise ValueError(f"Machine {self.name!r}: nu and gamma must be finite.")
 
     @property
     def n_slots(self) -> int:
@@ -375,6 +408,8 @@ def make_machine(name: str, n_classes: int) -> Machine:
     """
     if name not in MACHINES:
         raise ValueError(f"Unknown model {name!r}; expected one of {sorted(MACHINES)}.")
+    if not isinstance(n_classes, Integral) or isinstance(n_classes, bool):
+        raise ValueError(f"n_classes must be an integer, got {n_classes!r}.")
     if n_classes < 2:
         raise ValueError(f"A multi-class SVM needs at least 2 classes, got {n_classes}.")
     try:

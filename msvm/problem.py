@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,6 +67,22 @@ def class_coefficients(alpha: np.ndarray, y: np.ndarray, nu: np.ndarray) -> np.n
     support patterns) gets the same float64 numbers as ``fit``.
     """
     return _coefficients(alpha, _rows_by_label(y, nu.shape[0]), nu)
+
+
+def _label_codes(y, n_classes: int) -> np.ndarray:
+    """``y`` as intp codes, checked to be integers in 0 .. n_classes − 1 (a cast alone
+    wrapped −1 round to the last class and truncated 0.5 to 0)."""
+    labels = np.asarray(y)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {labels.shape}.")
+    if labels.dtype.kind not in "iub":
+        if labels.dtype.kind != "f" or not np.all(np.isfinite(labels) & (labels % 1 == 0)):
+            raise ValueError(f"y must hold integer class codes 0 .. {n_classes - 1}, got "
+                             f"dtype {labels.dtype}.")
+    if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
+        raise ValueError(f"y must hold class codes 0 .. {n_classes - 1} (the machine's "
+                         f"n_classes), got values from {labels.min()} to {labels.max()}.")
+    return np.ascontiguousarray(labels, dtype=np.intp)
 
 
 class DualProblem:
@@ -105,10 +122,13 @@ class DualProblem:
 
     def __init__(self, machine: Machine, y, kernel: Kernel, C: float, fit_intercept: bool,
                  sample_weight=None):
-        if not C > 0:
-            raise ValueError(f"C must be positive, got {C!r}.")
+        if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
+            raise ValueError(f"C must be a positive number, got {C!r}.")
+        if not isinstance(machine, Machine):
+            raise TypeError(f"machine must be a Machine (msvm.machines.make_machine), got "
+                            f"{type(machine).__name__}.")
         self.machine = machine
-        self.y = np.ascontiguousarray(y, dtype=np.intp)
+        self.y = _label_codes(y, machine.n_classes)
         self.kernel = kernel
         self.C = float(C)
         self.fit_intercept = bool(fit_intercept)

@@ -213,3 +213,19 @@ def test_partial_fit_dask_bad_input(digits):
         partial_fit_dask(MultiClassSVC(), Xd[Xd[:, 0] >= 0], y)
     with pytest.raises(AttributeError, match="fit_intercept=False"):
         partial_fit_dask(MultiClassSVC(fit_intercept=True), Xd, y)
+    with pytest.raises(ValueError, match="X has no rows"):
+        partial_fit_dask(MultiClassSVC(), Xd[:0], y[:0], classes=np.arange(10))
+
+
+def test_partial_fit_dask_skips_empty_blocks(digits):
+    """A block of no rows (a filtered partition) failed in partial_fit ('Found array with
+    0 sample(s)'); it holds nothing to feed, so the stream is the one without it."""
+    X, y = digits
+    params = dict(model="ww", C=10.0, gamma=0.05, random_state=0)
+    reference = _sequential(X, y, [0, 50, 200, 600], **params)
+    chunks = ((0, 50, 0, 150, 400, 0), (64,))
+    with dask.config.set(scheduler="sync"):
+        streamed = partial_fit_dask(MultiClassSVC(**params), da.from_array(X, chunks=chunks),
+                                    da.from_array(y, chunks=chunks[:1]))
+    _same_model(reference, streamed)
+    assert streamed.solution_["n_seen"] == 600

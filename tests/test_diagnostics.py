@@ -324,3 +324,37 @@ def test_repair_equality_is_the_least_norm_move_that_keeps_full_groups(model):
     delta = np.linalg.lstsq(np.vstack([A, G]), rhs, rcond=None)[0]
     np.testing.assert_allclose(repaired.ravel()[cols] - alpha.ravel()[cols], delta,
                                atol=1e-12 * problem.C)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("model", ["cs", "msvm2"])
+def test_solutions_of_another_shape_or_not_finite_are_refused(model, bias):
+    """An α of another problem, a NaN α, a NaN b: a ValueError naming it, not numpy's
+    index/broadcast errors, a NaN gap, HiGHS's error or (M-SVM², NaN b) a finite P."""
+    from msvm.problem import DualSolution
+
+    X, y = blobs(1, 3, 30)
+    problem = make_problem(model, X, y, bias=bias)
+    other = make_problem(model, *blobs(2, 3, 20), bias=bias)
+    alpha = get_solver("osqp").solve(problem).alpha
+    nan = np.where(alpha > 0, np.nan, 0.0)
+    for bad, message in ((alpha[:20], r"alpha has shape \(20, 3\), but this problem's is "
+                          r"\(30, 3\)"), (alpha.ravel(), "alpha has shape"),
+                         (nan, "alpha contains NaN"), ("x", "alpha must be an array")):
+        with pytest.raises(ValueError, match=message):
+            diagnose(problem, bad)
+    with pytest.raises(ValueError, match="another problem"):
+        diagnose(other, alpha)
+    with pytest.raises(ValueError, match="solution.scores has shape"):
+        diagnose(problem, DualSolution(alpha=alpha, b=np.zeros(3), status="optimal",
+                                       scores=np.zeros((5, 3))))
+    with pytest.raises(ValueError, match="b contains NaN"):
+        primal_objective(problem, alpha, np.full(3, np.nan))
+    with pytest.raises(ValueError, match=r"b has shape \(2,\)"):
+        primal_objective(problem, alpha, np.zeros(2))
+    with pytest.raises(ValueError, match="G contains NaN"):
+        kkt_violation(problem, alpha, np.full(alpha.shape, np.nan))
+    # Integer α (CS cast it in place: a UFuncTypeError); infeasible α shows in the residuals.
+    d = diagnose(problem, (alpha > 0).astype(int))
+    assert np.isfinite(d.duality_gap)
+    assert diagnose(problem, -alpha - 0.1).kkt_residuals["bounds"] > 0.1

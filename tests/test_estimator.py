@@ -292,6 +292,35 @@ def test_refit_and_tags(small3):
     assert not np.allclose(first, clf.decision_function(X))
 
 
+def test_a_failed_fit_leaves_the_estimator_as_it_was(small3, monkeypatch):
+    """A fit that raises after the input checks (an error, or Ctrl-C in the solver) left
+    their n_features_in_: an unfitted estimator passed check_is_fitted, a fitted one
+    refused the data it was fitted on."""
+    from sklearn.exceptions import NotFittedError
+
+    X, y = small3
+    wide = np.hstack([X, X])
+    fresh = MultiClassSVC()
+    with pytest.raises(ValueError, match="greater than one"):
+        fresh.fit(wide, np.zeros(len(y)))
+    assert vars(fresh) == vars(MultiClassSVC())
+    with pytest.raises(NotFittedError):
+        fresh.predict(X)
+    clf = MultiClassSVC().fit(X, y)
+    before, attributes = clf.decision_function(X), dict(vars(clf))
+
+    def interrupted(problem, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(get_solver("s2do"), "solve", interrupted)
+    for call in (lambda: clf.fit(wide, np.zeros(len(y))), lambda: clf.fit(wide, y)):
+        with pytest.raises((ValueError, KeyboardInterrupt)):
+            call()
+        assert vars(clf).keys() == attributes.keys()
+        assert all(vars(clf)[k] is v for k, v in attributes.items())
+        np.testing.assert_array_equal(clf.decision_function(X), before)
+
+
 @pytest.mark.parametrize("fit_intercept, expected", [(False, "s2do"), (True, "s2do_bias")])
 def test_auto_solver_rule(small3, fit_intercept, expected):
     clf = MultiClassSVC(fit_intercept=fit_intercept).fit(*small3)

@@ -187,6 +187,9 @@ def test_steps_that_cannot_move_stop_as_stalled(C):
     ({"max_iter": 0}, "max_iter must be a positive integer"),
     ({"full_lp_every": 0}, "full_lp_every must be a positive integer"),
     ({"cache_size": 0}, "cache_size must be a positive number"),
+    ({"inner_ratio": np.nan}, "inner_ratio must be a non-negative number"),
+    ({"inner_ratio": -1.0}, "inner_ratio must be a non-negative number"),
+    ({"blas_threads": 0}, "blas_threads must be a positive integer or None"),
 ])
 def test_bad_options(options, message):
     X, y = blobs(0, 3, 20)

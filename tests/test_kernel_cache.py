@@ -570,3 +570,23 @@ def test_cached_matmul_uses_no_rounded_rows():
     kc.rows(np.arange(20))
     product, covered = kc.cached_matmul(np.ones((20, 3)))
     assert not covered.any() and not product.any()
+
+
+def test_kernel_checks_its_points_for_every_solver():
+    """Kernel took a non-square Gram matrix (the online solver read its rows past their
+    end), NaN points or Gram entries (S2DO 'stalled' and online 'epoch_limit' at α = 0)
+    and unknown names (a KeyError at the first kernel row)."""
+    from msvm.kernels import Kernel
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    K = X @ X.T
+    for args, message in (((K[:, :8], "precomputed"), r"square \(m, m\) Gram matrix.*\(12, 8\)"),
+                          ((K[0], "precomputed"), r"got shape \(12,\)"),
+                          ((np.where(K > 1, np.nan, K), "precomputed"), "NaN or infinity"),
+                          ((np.where(X > 1, np.inf, X), "rbf"), "NaN or infinity"),
+                          ((sp.csr_matrix(np.where(X > 1, np.nan, 0.0)), "rbf"), "NaN"),
+                          ((X, "gaussian"), "Unknown kernel 'gaussian'")):
+        with pytest.raises(ValueError, match=message):
+            Kernel(*args)
+    assert Kernel(K, "precomputed").n_samples == Kernel(sp.csr_matrix(X), "rbf").n_samples == 12

@@ -1,5 +1,7 @@
 """The machine table: coefficients, Hessian structure, objective and gradient."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -137,6 +139,51 @@ def test_bad_machine_arguments():
         make_machine("svm", 3)
     with pytest.raises(ValueError, match="at least 2 classes"):
         make_machine("ww", 1)
+    with pytest.raises(ValueError, match="n_classes must be an integer, got 3.0"):
+        make_machine("ww", 3.0)
+
+
+def test_custom_machine_tables_are_checked(monkeypatch):
+    """A row of the wrong shape, with NaN or an unknown loss is refused when it is built:
+    NaN ν or γ gave an 'optimal' α = 0, an unknown loss was solved as the squared one."""
+    ww = make_machine("ww", 3)
+    bad = {
+        "nu and gamma must be finite": dict(nu=np.where(ww.nu != 0, np.nan, 0.0)),
+        "nu and gamma must be finite ": dict(gamma=np.full((3, 3), np.inf)),
+        r"nu must have shape .* \(4, P, 4\), got \(3, 3, 3\)": dict(n_classes=4),
+        r"gamma must have shape \(n_classes, P\) = \(3, 2\)": dict(nu=ww.nu[:, :2]),
+        "loss must be 'hinge' or 'squared'": dict(loss="logistic"),
+        "active must be a boolean array": dict(active=ww.active.astype(int)),
+        # A hinge slot without a slack group: Frank-Wolfe aborted on corrupted memory.
+        "slack group >= 0 on every active slot": dict(slack=np.where(ww.active, -1, 0)),
+        "slack must be an integer array": dict(slack=ww.slack.astype(float)),
+    }
+    for message, change in bad.items():
+        with pytest.raises(ValueError, match=message.strip()):
+            dataclasses.replace(ww, **change)
+    monkeypatch.setitem(MACHINES, "nan",
+                        lambda Q: dict(MACHINES["ww"](Q), gamma=np.full((Q, Q), np.nan)))
+    with pytest.raises(ValueError, match="Machine 'nan': nu and gamma must be finite"):
+        make_machine("nan", 3)
+
+
+def test_problem_checks_its_labels_and_C():
+    """Labels were cast to intp: −1 wrapped round to the last class, 0.5 became 0."""
+    X, y = blobs(0, 3, 12)
+    machine, kernel = make_machine("ww", 3), Kernel(X, "rbf", gamma=0.5)
+    for labels, message in ((np.r_[y[:-1], -1], "class codes 0 .. 2"),
+                            (np.r_[y[:-1], 3], "class codes 0 .. 2"),
+                            (np.r_[y[:-1], 0.5], "integer class codes"),
+                            (np.r_[y[:-1], np.nan], "integer class codes"),
+                            (y[:, None], "y must be 1-D")):
+        with pytest.raises(ValueError, match=message):
+            DualProblem(machine, labels, kernel, 1.0, False)
+    np.testing.assert_array_equal(DualProblem(machine, y.astype(float), kernel, 1.0, False).y, y)
+    for C in ("1", np.ones(2), 0.0, np.nan):
+        with pytest.raises(ValueError, match="C must be a positive number"):
+            DualProblem(machine, y, kernel, C, False)
+    with pytest.raises(TypeError, match="machine must be a Machine"):
+        DualProblem("ww", y, kernel, 1.0, False)
 
 
 def test_a_machine_too_large_to_allocate_says_why(monkeypatch):

@@ -462,12 +462,22 @@ def test_bad_parameters(stream_data):
         _online().solve(make_problem("ww", X, y), online_strategy=3)
     with pytest.raises(ValueError, match="test_set needs trace"):
         _online().solve(make_problem("ww", X, y), test_set=(X, y))
+    # Checked before the solve (X_test of other features failed at the first curve point
+    # with the kernel's error, a test_set that is not a pair with "not enough values").
+    for solver in ("online", "s2do"):
+        with pytest.raises(ValueError, match=r"X_test has shape \(10, 1\), expected \(n_test, 2\)"):
+            get_solver(solver).solve(make_problem("ww", X, y), trace=0.1,
+                                     test_set=(X[:10, :1], y[:10]))
+        with pytest.raises(ValueError, match=r"test_set must be a pair \(X_test, y_test\)"):
+            get_solver(solver).solve(make_problem("ww", X, y), trace=0.1, test_set="x")
 
 
 def test_partial_fit_bad_input(stream_data):
     X, y, _, _ = stream_data
+    fresh = MultiClassSVC()
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
-        MultiClassSVC().partial_fit(X, y)
+        fresh.partial_fit(X, y)
+    assert not hasattr(fresh, "n_features_in_")  # still unfitted (not half-fitted)
     with pytest.raises(ValueError, match=r"labels not in classes: \[3\]"):
         MultiClassSVC().partial_fit(X, y, classes=[0, 1, 2])
     with pytest.raises(ValueError, match="at least 2 classes"):
@@ -498,3 +508,52 @@ def test_partial_fit_bad_input(stream_data):
         assert "partial_fit needs fit_intercept=False" in str(info.value) or (
             "has no streaming mode" in str(info.value))
     assert hasattr(clone(MultiClassSVC(solver="online")), "partial_fit")
+
+
+def test_interrupted_chunk_keeps_the_pattern_indices(stream_data, monkeypatch):
+    """Ctrl-C during a chunk: the patterns fed so far stay in the stream, so the chunk
+    counts as seen and the next chunk's patterns get indices of their own."""
+    X, y, _, _ = stream_data
+    online = _online()
+    clf = MultiClassSVC(model="ww", random_state=0)
+    clf.partial_fit(X[:100], y[:100], classes=np.unique(y))
+    before = clf.decision_function(X[:20])
+    real = online._drive
+
+    def interrupted(state, method, budget, slice_, tick):
+        real(state, method, [20], slice_, tick)   # 20 steps of the chunk, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(online, "_drive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        clf.partial_fit(X[100:300], y[100:300])
+    monkeypatch.undo()
+    np.testing.assert_array_equal(clf.decision_function(X[:20]), before)
+    assert clf._stream.n_seen == 300
+    clf.partial_fit(X[300:], y[300:])
+    assert clf.solution_["n_seen"] == len(X)
+    assert len(np.unique(clf.support_)) == len(clf.support_)
+    assert np.any((clf.support_ >= 100) & (clf.support_ < 300))   # some fed before Ctrl-C
+
+
+def test_stream_checks_its_chunks(stream_data):
+    """OnlineStream.feed (the engine of partial_fit) took any chunk: codes out of range, X
+    of other features or y shorter than X were read past their arrays by the compiled
+    loop, NaN and negative weights were fed."""
+    X, y, _, _ = stream_data
+    stream = _online().OnlineStream(make_machine("ww", 4), 1.0, "rbf", 0.5, 3, 0.0, 2, False,
+                                    random_state=0)
+    codes = np.asarray(y[:20])
+    for args, message in (((X[:20], np.r_[codes[:-1], 4]), "class codes 0 .. 3"),
+                          ((X[:20], np.r_[codes[:-1], -1]), "class codes 0 .. 3"),
+                          ((X[:20, :1], codes), r"the stream's chunks have 2 features"),
+                          ((np.c_[X[:20], X[:20]], codes), "2 features"),
+                          ((np.where(X[:20] > 1, np.nan, X[:20]), codes), "NaN"),
+                          ((X[:20], codes[:-3]), "X has 20 rows but y has 17")):
+        with pytest.raises(ValueError, match=message):
+            stream.feed(*args)
+    for weight in (-np.ones(20), np.full(20, np.nan), np.ones(3)):
+        with pytest.raises(ValueError, match="sample_weight must hold 20"):
+            stream.feed(X[:20], codes, sample_weight=weight)
+    assert stream.n_seen == 0
+    assert stream.feed(X[:20], codes) == "epoch_limit" and stream.n_seen == 20

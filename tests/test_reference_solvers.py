@@ -33,3 +33,16 @@ def test_cvxpy_backend_selectable():
     assert via_osqp.solver == "cvxpy-osqp"
     rel = abs(diagnose(problem, via_osqp).dual_objective - clarabel.dual_objective)
     assert rel <= 1e-6 * abs(clarabel.dual_objective)
+
+
+@pytest.mark.parametrize("solver", ["cvxpy", "osqp"])
+def test_bad_tol_and_max_iter_are_named(solver):
+    """OSQP refused tol=-1 or max_iter=0 with a bare 'OSQPException: 2' (and ran tol=nan);
+    Clarabel ignored a negative or NaN tol and refused tol='a' in its own words."""
+    problem = make_problem("ww", np.eye(6), np.arange(6) % 3)
+    for tol in (-1.0, np.nan, "a"):
+        with pytest.raises(ValueError, match="tol must be a non-negative number"):
+            get_solver(solver).solve(problem, tol=tol)
+    for max_iter in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+            get_solver(solver).solve(problem, max_iter=max_iter)

@@ -114,9 +114,17 @@ def test_same_checks_and_warning_for_every_solver(solver):
     problem = make_problem("ww", X, y, kernel="linear", bias=solver == "s2do_bias")
     with pytest.raises(ValueError, match="max_iter must be a positive integer or None"):
         module.solve(problem, max_iter=0)
+    with pytest.raises(ValueError, match="tol must be a non-negative number"):
+        module.solve(problem, tol="a")   # was Python's bare "'>=' not supported" TypeError
     if "trace" in inspect.signature(module.solve).parameters:
         with pytest.raises(ValueError, match="trace must be a positive number of seconds"):
             module.solve(problem, trace=-1.0)
+    if solver != "online":   # (the online solver ignores warm_start)
+        for bad in (np.nan, np.inf):
+            # Passed through to the loops, NaN scores stopped S2DO at once with status
+            # 'optimal' and a NaN α, and Frank-Wolfe with HiGHS's error.
+            with pytest.raises(ValueError, match="warm_start contains NaN or infinity"):
+                module.solve(problem, warm_start=np.full((30, problem.n_slots), bad))
     extra = {"epochs": None} if solver == "online" else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -132,6 +140,12 @@ def test_blas_threads_declaration_matches_solve(name):
     """model_selection passes blas_threads exactly to the solvers that declare it."""
     module = get_solver(name)
     assert module.BLAS_THREADS == ("blas_threads" in inspect.signature(module.solve).parameters)
+    if module.BLAS_THREADS:
+        X, y = blobs(0, 3, 12)
+        problem = make_problem("ww", X, y, bias=name in ("s2do_bias", "frank_wolfe"))
+        for bad in (0, -1, 1.5):   # were run (1.5 as one thread, 0 and -1 passed to BLAS)
+            with pytest.raises(ValueError, match="blas_threads must be a positive integer"):
+                module.solve(problem, blas_threads=bad)
 
 
 def test_blas_limits_overlapping_in_threads_restore_the_counts_from_before():

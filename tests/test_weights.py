@@ -402,6 +402,20 @@ def test_partial_fit_refuses_balanced_and_keeps_the_model():
     np.testing.assert_array_equal(est.decision_function(X), before)
 
 
+def test_partial_fit_first_chunk_of_zero_weights():
+    """gamma='scale' on a first chunk whose weights are all 0 said the variance of X
+    'overflows float64'; with a linear kernel, which has no γ, it failed the same way."""
+    X, y = _data(25, 3, 12)
+    zero = np.zeros(len(y))
+    with pytest.raises(ValueError, match="every sample_weight is 0; give gamma as a number"):
+        MultiClassSVC().partial_fit(X, y, classes=[0, 1, 2], sample_weight=zero)
+    linear = MultiClassSVC(kernel="linear").partial_fit(X, y, classes=[0, 1, 2],
+                                                        sample_weight=zero)
+    assert linear.solution_["n_seen"] == len(y) and len(linear.support_) == 0
+    linear.partial_fit(X, y)
+    assert len(linear.support_) > 0
+
+
 def test_problem_refuses_non_positive_weights():
     X, y = _data(23, 3, 6)
     kernel = Kernel(X, "rbf", gamma=GAMMA)

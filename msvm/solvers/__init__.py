@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 import time
 import warnings
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -79,7 +80,7 @@ def default_max_iter(n_samples: int) -> int:
 def check_tol(tol, default: float = 1e-3) -> float:
     """``tol`` as a float ≥ :data:`TOL_FLOOR` (raised to it with a warning)."""
     tol = default if tol is None else tol
-    if not tol >= 0:  # also catches NaN
+    if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:  # also NaN
         raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
     if tol < TOL_FLOOR:
         warnings.warn(

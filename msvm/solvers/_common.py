@@ -269,6 +269,7 @@ def _fast_tables(machine: Machine, nu: np.ndarray, group_size: np.ndarray) -> di
 def start_point(problem: DualProblem, warm_start) -> np.ndarray:
     """A feasible α to start from: zeros, or the warm start made feasible.
 
+    A warm start of the wrong shape or not finite is a ``ValueError``.
     Negative entries are clipped, slack groups over their capacity C_i scaled back to it (the
     shape of a solution for a larger C is kept), and with a bias the result is
     projected onto the equality constraints too
@@ -282,6 +283,9 @@ def start_point(problem: DualProblem, warm_start) -> np.ndarray:
         raise ValueError(
             f"warm_start has shape {alpha.shape}, expected {(problem.n_samples, problem.n_slots)}."
         )
+    if not np.all(np.isfinite(alpha)):
+        # NaN would pass the clipping below and stop the solvers at once on NaN scores.
+        raise ValueError("warm_start contains NaN or infinity; give a finite α (or None).")
     alpha = np.where(problem.active, np.maximum(alpha, 0.0), 0.0)
     if problem.machine.loss == "hinge":
         # Scale every over-full slack group back to its capacity (e.g. after decreasing C).
@@ -433,6 +437,9 @@ def limit_blas_threads(n: int | None):
     if n is None:
         yield
         return
+    if not isinstance(n, Integral) or isinstance(n, bool) or n < 1:
+        # (int() made 1.5 one thread; 0 or −5 went to the BLAS library as they were.)
+        raise ValueError(f"blas_threads must be a positive integer or None, got {n!r}.")
     _BlasLimit.enter(int(n))
     try:
         yield

@@ -57,8 +57,17 @@ class BuildUpCurve:
         self.kernel = kernel
         self.test_set = None
         if test_set is not None:
+            # Checked here, not at the first curve point in the middle of the solve.
+            if not isinstance(test_set, tuple | list) or len(test_set) != 2:
+                raise ValueError("test_set must be a pair (X_test, y_test).")
             X_test, y_test = test_set
             y_test = np.asarray(y_test)
+            columns = (kernel.n_samples if kernel.is_precomputed or callable(kernel.name)
+                       else kernel.X.shape[1])
+            if np.ndim(X_test) != 2 or X_test.shape[1] != columns:
+                raise ValueError(f"test_set: X_test has shape {np.shape(X_test)}, expected "
+                                 f"(n_test, {columns}) (the training points' "
+                                 f"{'count' if columns == kernel.n_samples else 'features'}).")
             if X_test.shape[0] != y_test.shape[0]:
                 raise ValueError("test_set: X_test and y_test differ in length.")
             self.test_set = (X_test, y_test)

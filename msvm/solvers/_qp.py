@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import scipy.linalg
@@ -26,7 +27,7 @@ import scipy.sparse as sp
 
 from msvm.kernels import psd_tolerance
 from msvm.problem import DualProblem
-from msvm.solvers._common import BUDGET
+from msvm.solvers._common import BUDGET, iteration_budget
 
 # The factor form is used when the kernel's numerical rank k is below this
 # fraction of m (it then has fewer non-zeros than the block-diagonal K').
@@ -98,6 +99,17 @@ class ExplicitQP:
         alpha = problem.zeros()
         alpha[self.ii, self.pp] = x
         return alpha
+
+
+def check_options(tol, max_iter) -> None:
+    """The reference solvers' ``tol`` (None or a non-negative number) and ``max_iter``
+    (None or a positive integer), checked before they reach the backend, whose own
+    errors do not name them (OSQP: ``OSQPException: 2``) or which ignores a NaN."""
+    if tol is not None and (not isinstance(tol, Real) or isinstance(tol, bool)
+                            or not tol >= 0):
+        raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
+    if max_iter is not None:
+        iteration_budget(max_iter, 0)
 
 
 def kernel_factor(K: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ from sklearn.utils import check_random_state
 from msvm._progress import SolverProgress
 from msvm.kernels import KERNEL_CODES, Kernel, canonical_csr
 from msvm.machines import Machine
-from msvm.problem import DualProblem, DualSolution
+from msvm.problem import DualProblem, DualSolution, _label_codes
 from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
@@ -625,9 +625,11 @@ class OnlineStream:
         pattern of weight 0 is skipped (it still counts in the pattern
         indices).  Returns ``"epoch_limit"`` (the chunk was
         fed) or ``"max_iter"`` (``max_iter`` steps were taken first; the rest
-        of the chunk is dropped).
+        of the chunk is dropped).  Interrupted (Ctrl-C), the patterns fed so far stay
+        and the chunk's indices count as seen, as for ``"max_iter"``.
         """
         start = time.perf_counter()
+        X, y, sample_weight = self._checked(X, y, sample_weight)
         n = X.shape[0]
         if sp.issparse(X) != self.sparse:
             X = sp.csr_matrix(X) if self.sparse else X.toarray()
@@ -658,13 +660,39 @@ class OnlineStream:
                                 extra=f"chunk {self.n_calls + 1} {self.state.pos}/{n}  "
                                       f"support patterns {self.state.n_sp}")
 
-        with limit_blas_threads(1):
-            code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
-        progress.close()
-        self.n_seen += n
-        self.n_calls += 1
-        self.time += time.perf_counter() - start
+        try:
+            with limit_blas_threads(1):
+                code = _drive(self.state, "run_pass", budget, TIME_SLICE, tick)
+        finally:
+            # Counted even when interrupted (Ctrl-C): the patterns fed so far stay in the
+            # state, and the next chunk's indices must not be theirs.
+            progress.close()
+            self.n_seen += n
+            self.n_calls += 1
+            self.time += time.perf_counter() - start
         return "max_iter" if code == BUDGET else "epoch_limit"
+
+    def _checked(self, X, y, sample_weight):
+        """A chunk checked against the stream: the compiled loop reads X's rows with the
+        stream's feature count, and the tables by y's codes, without bounds checks (a
+        chunk of other features or codes out of range read past their arrays)."""
+        if not sp.issparse(X):
+            X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X has shape {X.shape}; the stream's chunks have "
+                             f"{self.n_features} features.")
+        if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
+            raise ValueError("X contains NaN or infinity.")
+        n = X.shape[0]
+        y = _label_codes(y, self.machine.n_classes)
+        if len(y) != n:
+            raise ValueError(f"X has {n} rows but y has {len(y)} labels.")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != (n,) or not np.all(np.isfinite(sample_weight)) or \
+                    np.any(sample_weight < 0):
+                raise ValueError(f"sample_weight must hold {n} non-negative finite weights.")
+        return X, y, sample_weight
 
     def support(self):
         """(indices, labels, α, β̄, features) of the support patterns.

@@ -53,6 +53,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     """
     import cvxpy as cp
 
+    _qp.check_options(tol, max_iter)
     start = time.perf_counter()
     qp = _qp.build(problem)
     x = cp.Variable(qp.n)

@@ -63,6 +63,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     """
     import osqp
 
+    _qp.check_options(tol, max_iter)
     start = time.perf_counter()
     qp = _qp.build(problem)
     n, n_u = qp.n, qp.W.shape[0]

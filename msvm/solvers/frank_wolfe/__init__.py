@@ -227,7 +227,7 @@ class _Solver:
 
 
 def _check_options(problem, tol, max_iter, fw_variant, working_set_size, cache_size,
-                   full_lp_every) -> tuple[float, int, float]:
+                   full_lp_every, inner_ratio) -> tuple[float, int, float]:
     """(tol, step budget, cache_size) checked; ValueError for a bad option."""
     if tol is not None and (not isinstance(tol, int | float) or isinstance(tol, bool)):
         raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
@@ -243,6 +243,9 @@ def _check_options(problem, tol, max_iter, fw_variant, working_set_size, cache_s
     cache_size = check_cache_size(cache_size)
     if not isinstance(full_lp_every, int | np.integer) or full_lp_every < 1:
         raise ValueError(f"full_lp_every must be a positive integer, got {full_lp_every!r}.")
+    if not isinstance(inner_ratio, int | float | np.floating) or isinstance(inner_ratio, bool) \
+            or not 0 <= inner_ratio < np.inf:   # (NaN kept every working set to its end)
+        raise ValueError(f"inner_ratio must be a non-negative number, got {inner_ratio!r}.")
     return tol, budget, cache_size
 
 
@@ -309,7 +312,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     """
     start_time = time.perf_counter()
     tol, budget, cache_size = _check_options(problem, tol, max_iter, fw_variant, working_set_size,
-                                             cache_size, full_lp_every)
+                                             cache_size, full_lp_every, inner_ratio)
     m = problem.n_samples
     n_B = working_set_size
     if n_B is None:
