@@ -29,6 +29,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils import assert_all_finite
 
 __all__ = ["KERNELS", "Kernel", "IndefiniteKernelWarning", "check_gram", "check_kernel_range",
            "resolve_gamma"]
@@ -284,8 +285,11 @@ class Kernel:
         if len(shape) != 2 or (self.is_precomputed and shape[0] != shape[1]):
             raise ValueError(f"A Kernel needs a 2-D array of points, or a square (m, m) Gram "
                              f"matrix when precomputed; got shape {shape}.")
-        if not np.all(np.isfinite(self.X.data if sp.issparse(self.X) else self.X)):
-            raise ValueError("The kernel's points (or Gram matrix) contain NaN or infinity.")
+        try:   # (scikit-learn's check sums first: no temporary of X's size)
+            assert_all_finite(self.X.data if sp.issparse(self.X) else self.X)
+        except ValueError:
+            raise ValueError("The kernel's points (or Gram matrix) contain NaN or "
+                             "infinity.") from None
 
     @property
     def n_samples(self) -> int:
