@@ -186,7 +186,10 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray, rtol: float = 0.0,
     A variable of a full slack group moves only with the others of its group,
     their sum kept (one more row per full group).  None when no such δ keeps
     every constraint (α ≥ 0, slack groups ≤ ``problem.capacity``); a residual at
-    most ``rtol`` times the larger of ``problem.scale`` and max α is left alone.
+    most ``rtol`` times max α is left alone (the α present, not the largest
+    capacity C max wᵢ, which wide weights or a large C can put orders of
+    magnitude above every α: the residual would then be "small" while as large
+    as the α themselves).
     With ``bounded`` (hinge machines whose slack groups are single variables),
     where the least-norm δ would leave the box, δ is the least-norm one within
     it (:func:`_least_norm_in_box`): variables may then reach 0 or C, and the
@@ -197,7 +200,7 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray, rtol: float = 0.0,
     # A α = Uᵀ Σ_i β̄_i (the rows of problem.equality_matrix(), not formed: only the
     # columns of the positive variables are needed).
     residual = problem.equality_basis.T @ problem.equality_residual(out)
-    scale = max(problem.scale, float(out.max(initial=0.0)))
+    scale = float(out.max(initial=0.0))
     if np.max(np.abs(residual), initial=0.0) <= rtol * scale:
         return out
     positive = np.flatnonzero(((out > 0) & problem.active).ravel())

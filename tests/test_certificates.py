@@ -21,7 +21,7 @@ from msvm import MultiClassSVC, RadiusMarginSearch, loo_error
 from msvm.diagnostics import diagnose
 from msvm.machines import MACHINES
 from msvm.model_selection import BOUND_RTOL
-from msvm.solvers import TOL_FLOOR
+from msvm.solvers import TOL_FLOOR, get_solver
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +115,29 @@ def test_decreasing_C_path_with_bias(wine, model):
         # Frank-Wolfe's tol bounds the relative dual suboptimality of each: they agree to 2 tol.
         d_warm, d_cold = warm.solution_["dual_objective"], cold.solution_["dual_objective"]
         assert abs(d_warm - d_cold) <= 2 * tol * abs(d_cold) + 1e-12
+
+
+@pytest.mark.parametrize("model", ["ww", "cs", "llw", "ova", "adm", "ats"])
+def test_bias_optimal_is_feasible_with_one_heavy_weight(model):
+    # One weight of 1e6 makes the largest capacity C max wᵢ a million times every α.
+    # The equality residual s2do_bias keeps must be round-off of the α present, not
+    # of that capacity: an 'optimal' α is feasible, so its dual is not above the optimum.
+    X = np.random.default_rng(0).normal(size=(40, 1))
+    y = np.r_[0, 1, 1, 1, np.full(36, 2)]
+    weight = np.ones(40)
+    weight[10] = 1e6
+    params = dict(model=model, C=45.0, kernel="linear", fit_intercept=True)
+    est = MultiClassSVC(**params, tol=1e-3)
+    setup = est.prepare_fit(X, y, sample_weight=weight)
+    solution = get_solver(setup.solver).solve(setup.problem, **est.solver_options(setup))
+    est.set_solution(setup, solution)
+    ref = MultiClassSVC(**params, solver="cvxpy").fit(X, y, sample_weight=weight)
+    assert setup.solver == "s2do_bias" and est.solution_["status"] == "optimal"
+    residual = np.max(np.abs(setup.problem.equality_residual(solution.alpha)))
+    assert residual <= 1e-10 * solution.alpha.max()        # was ~3e-5 · max α
+    d, d_ref = est.solution_["dual_objective"], ref.solution_["dual_objective"]
+    assert d <= d_ref + 1e-9 * abs(d_ref)                  # was up to 3e-3 above
+    assert d_ref - d <= 1e-6 * abs(d_ref)
 
 
 # ------------------------------------------------- declared solver options

@@ -143,7 +143,7 @@ BLAS_THREADS = True
 #: The certificate must hold at this fraction of ``tol``: the estimator recomputes the
 #: scores in float64 (``certify``), which moves the violation by round-off.
 VERIFY_FRACTION = 0.99
-#: The equality residual a solution may keep after the repair, relative to the unit of α.
+#: The equality residual a solution may keep after the repair, relative to its largest α.
 EQUALITY_RTOL = 1e-10
 #: Rows of the Gram matrix fetched at a time when the repaired examples' scores are updated.
 _ROW_CHUNK = 256
@@ -551,7 +551,8 @@ def _verify(problem: DualProblem, cache, rho: float, alpha: np.ndarray, F: np.nd
     if repaired is None:
         return None
     out, F = repaired
-    scale = max(problem.scale, float(out.max(initial=0.0)))
+    # Relative to the α present, as in the repair (not to C max wᵢ).
+    scale = float(out.max(initial=0.0))
     if np.max(np.abs(problem.equality_residual(out)), initial=0.0) > EQUALITY_RTOL * scale:
         return None
     grad = problem.gradient(out, F)
