@@ -69,7 +69,7 @@ def class_coefficients(alpha: np.ndarray, y: np.ndarray, nu: np.ndarray) -> np.n
     return _coefficients(alpha, _rows_by_label(y, nu.shape[0]), nu)
 
 
-def _label_codes(y, n_classes: int) -> np.ndarray:
+def label_codes(y, n_classes: int) -> np.ndarray:
     """``y`` as intp codes, checked to be integers in 0 .. n_classes − 1 (a cast alone
     wrapped −1 round to the last class and truncated 0.5 to 0)."""
     labels = np.asarray(y)
@@ -128,7 +128,7 @@ class DualProblem:
             raise TypeError(f"machine must be a Machine (msvm.machines.make_machine), got "
                             f"{type(machine).__name__}.")
         self.machine = machine
-        self.y = _label_codes(y, machine.n_classes)
+        self.y = label_codes(y, machine.n_classes)
         self.kernel = kernel
         self.C = float(C)
         self.fit_intercept = bool(fit_intercept)

@@ -38,8 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["SOLVERS", "ESTIMATOR_OPTIONS", "TOL_FLOOR", "STALL_SECONDS", "TIME_SLICE",
-           "StallWatch", "default_max_iter", "check_tol", "get_solver", "prefers_linear",
-           "resolve_solver"]
+           "StallWatch", "default_max_iter", "check_tol", "check_tol_value", "get_solver",
+           "prefers_linear", "resolve_solver"]
 
 #: Solver name -> module implementing it.
 SOLVERS = {
@@ -77,11 +77,16 @@ def default_max_iter(n_samples: int) -> int:
     return max(10_000_000, 100 * int(n_samples))
 
 
+def check_tol_value(tol) -> None:
+    """A ValueError unless ``tol`` is a non-negative real number (not NaN, not a bool)."""
+    if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:  # also NaN
+        raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
+
+
 def check_tol(tol, default: float = 1e-3) -> float:
     """``tol`` as a float ≥ :data:`TOL_FLOOR` (raised to it with a warning)."""
     tol = default if tol is None else tol
-    if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:  # also NaN
-        raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
+    check_tol_value(tol)
     if tol < TOL_FLOOR:
         warnings.warn(
             f"tol={tol:g} is below what float64 arithmetic can certify; raised to the floor "

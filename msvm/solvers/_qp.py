@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 import scipy.linalg
@@ -105,9 +104,10 @@ def check_options(tol, max_iter) -> None:
     """The reference solvers' ``tol`` (None or a non-negative number) and ``max_iter``
     (None or a positive integer), checked before they reach the backend, whose own
     errors do not name them (OSQP: ``OSQPException: 2``) or which ignores a NaN."""
-    if tol is not None and (not isinstance(tol, Real) or isinstance(tol, bool)
-                            or not tol >= 0):
-        raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
+    from msvm.solvers import check_tol_value
+
+    if tol is not None:
+        check_tol_value(tol)
     if max_iter is not None:
         iteration_budget(max_iter, 0)
 

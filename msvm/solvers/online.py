@@ -46,7 +46,7 @@ from sklearn.utils import check_random_state
 from msvm._progress import SolverProgress
 from msvm.kernels import KERNEL_CODES, Kernel, canonical_csr
 from msvm.machines import Machine
-from msvm.problem import DualProblem, DualSolution, _label_codes
+from msvm.problem import DualProblem, DualSolution, label_codes
 from msvm.solvers import TIME_SLICE, StallWatch, _qp, check_tol
 from msvm.solvers._common import (
     BUDGET,
@@ -684,7 +684,7 @@ class OnlineStream:
         if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
             raise ValueError("X contains NaN or infinity.")
         n = X.shape[0]
-        y = _label_codes(y, self.machine.n_classes)
+        y = label_codes(y, self.machine.n_classes)
         if len(y) != n:
             raise ValueError(f"X has {n} rows but y has {len(y)} labels.")
         if sample_weight is not None:
