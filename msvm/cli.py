@@ -607,16 +607,29 @@ def _fit_quietly(est, X, y, prog: str):
     return est
 
 
-def _cv_accuracy(est, X, y, k: int, seed) -> float:
-    """Stratified k-fold accuracy (shuffled with ``seed``, 0 when None)."""
+def _cv_accuracy(est, X, y, k: int, seed, prog: str) -> float:
+    """Stratified k-fold accuracy (shuffled with ``seed``, 0 when None).
+
+    The folds' warnings are shown once each on stderr, the convergence notes as
+    one count (a line per fold would flood the output).
+    """
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
     if k < 2:
         raise ValueError(f"-v: cross-validation needs at least 2 folds, got {k}")
     folds = StratifiedKFold(k, shuffle=True, random_state=0 if seed is None else seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # per-fold convergence notes would flood the output
-        return float(np.mean(cross_val_score(est, X, y, cv=folds, error_score="raise")))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        accuracy = float(np.mean(cross_val_score(est, X, y, cv=folds, error_score="raise")))
+    not_converged = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    if not_converged:
+        print(f"{prog}: warning: {not_converged} of {k} fold fits did not converge (see "
+              "--verbose); their accuracy is counted as it is", file=sys.stderr)
+    for message in dict.fromkeys(str(w.message) for w in caught
+                                 if not issubclass(w.category, ConvergenceWarning)):
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+    return accuracy
 
 
 def _save(est, path: str, zero_based: bool, train: str) -> None:
@@ -635,7 +648,7 @@ def _train(args, prog: str) -> int:
     est = _estimator(args)
     say = (lambda *a: None) if args.quiet else print
     if args.cv is not None:
-        accuracy = _cv_accuracy(est, X, y, args.cv, args.random_state)
+        accuracy = _cv_accuracy(est, X, y, args.cv, args.random_state, prog)
         n = len(y)
         say(f"Cross Validation Accuracy = {100 * accuracy:g}% "
             f"({int(round(accuracy * n))}/{n})")
@@ -744,7 +757,7 @@ def _select(args, prog: str) -> int:
         scores = []
         for params in points:
             scores.append(_cv_accuracy(clone(base).set_params(**params), X, y, args.cv,
-                                       args.random_state))
+                                       args.random_state, prog))
             print(f"{params['C']:>12.6g} {params.get('gamma', float('nan')):>12.6g} "
                   f"{scores[-1]:>12.6f}", flush=True)
             bar.update()

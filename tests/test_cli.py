@@ -274,6 +274,20 @@ def test_train_then_predict_matches_the_python_api(libsvm_files, tmp_path, capsy
     np.testing.assert_array_equal(loaded.decision_function(Xt), est.decision_function(Xt))
 
 
+def test_cross_validation_shows_the_folds_warnings(libsvm_files, tmp_path, capsys):
+    # 3 folds over a class of 2 examples (scikit-learn warns), and a fold budget of one
+    # step (every fold ends at max_iter): both reach stderr, the latter as one count.
+    X, y = libsvm_files["X"][:60], libsvm_files["y"][:60]
+    keep = np.r_[np.flatnonzero(y != y[0]), np.flatnonzero(y == y[0])[:2]]
+    path = tmp_path / "small.svm"
+    dump_svmlight_file(X[keep], y[keep], str(path))
+    assert main(["train", "-v", "3", "--max-iter", "1", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "msvm train: warning: 3 of 3 fold fits did not converge" in err
+    assert "The least populated class in y has only 2 members" in err
+    assert err.count("did not converge") == 1
+
+
 def test_bare_h_is_still_help(libsvm_files, tmp_path, capsys):
     model_path = tmp_path / "m.model"
     assert main(["train", "-h", libsvm_files["train"], str(model_path)]) == 0
