@@ -391,6 +391,27 @@ def test_face_hessian_rank_follows_the_kernel_rank():
     assert face_report(llw, at_bound)["n_free"] == 40 * (Q - 1) - 1
 
 
+def test_face_report_and_faces_along_s2do_name_bad_input():
+    # A wrong shape was an IndexError, NaN in alpha counted as at a bound, a negative
+    # zero_tol called every variable (those at 0 too) free; passes=10 was "'int' object is
+    # not iterable" and passes=(0,) a message about max_iter.
+    X, y = multiclass_set(3, 10, spread=1.0, random_state=0)
+    llw = _dual("llw", X, y, "linear")
+    half = np.where(llw.active, 0.5 * llw.C, 0.0)
+    with pytest.raises(ValueError, match=r"alpha must have the problem's shape \(10, 3\); "
+                                         r"got \(30,\)"):
+        face_report(llw, half.ravel())
+    half[0, 1] = np.nan
+    with pytest.raises(ValueError, match="alpha contains NaN or infinite values"):
+        face_report(llw, half)
+    for zero_tol in (-1.0, float("nan"), 0.5):
+        with pytest.raises(ValueError, match=r"zero_tol must be a number in \[0, 0.5\)"):
+            face_report(llw, llw.zeros(), zero_tol=zero_tol)
+    for passes in (10, (0,), (100, -1), (1.5,)):
+        with pytest.raises(ValueError, match="passes must be a sequence of positive integers"):
+            faces_along_s2do(X, y, passes=passes)
+
+
 def test_faces_along_s2do_climb_to_the_optimum():
     """S2DO's dual never falls along its passes and stays below the exact optimum's."""
     X, y = multiclass_set(3, 30, spread=1.0, random_state=4)

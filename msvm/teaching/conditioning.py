@@ -32,6 +32,7 @@ without and with the active-set finish and keeps their traces.
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 
@@ -69,10 +70,26 @@ def face_report(problem, alpha: np.ndarray, zero_tol: float = 0.0) -> dict:
         ``rank`` of the face Hessian H_F; ``kernel_rank`` (of the Gram
         matrix); ``condition``, the ratio of the largest to the smallest
         non-zero eigenvalue of D^{-1/2} H_F D^{-1/2} (1 for an empty face).
+
+    Raises
+    ------
+    ValueError
+        If the machine shares slacks, ``alpha`` is not a finite array of the
+        problem's shape, or ``zero_tol`` is not in [0, 0.5).
     """
     if problem.machine.max_loss:
         raise ValueError("face_report needs slack groups of single variables; "
                          f"{problem.machine.name!r} shares a slack among several.")
+    # A wrong shape was an IndexError, NaN counted as "at a bound" and a negative
+    # zero_tol made every variable, those at 0 included, "free": silent wrong faces.
+    shape = problem.zeros().shape
+    alpha = np.asarray(alpha, dtype=np.float64)
+    if alpha.shape != shape:
+        raise ValueError(f"alpha must have the problem's shape {shape}; got {alpha.shape}.")
+    if not np.all(np.isfinite(alpha)):
+        raise ValueError("alpha contains NaN or infinite values.")
+    if not (np.isfinite(zero_tol) and 0.0 <= zero_tol < 0.5):
+        raise ValueError(f"zero_tol must be a number in [0, 0.5), got {zero_tol!r}.")
     ii, pp = problem.flat_index()
     a = alpha[ii, pp]
     upper = (problem.capacity[ii] if problem.machine.loss == "hinge"
@@ -113,6 +130,12 @@ def faces_along_s2do(X, y, model: str = "llw", C: float = 100.0, kernel: str = "
     from msvm.diagnostics import diagnose
     from msvm.solvers import get_solver, s2do
 
+    # An int was "'int' object is not iterable"; 0 or -1 a message about max_iter.
+    if isinstance(passes, str) or not np.iterable(passes):
+        raise ValueError(f"passes must be a sequence of positive integers, got {passes!r}.")
+    passes = tuple(passes)
+    if not all(isinstance(n, Integral) and not isinstance(n, bool) and n >= 1 for n in passes):
+        raise ValueError(f"passes must be a sequence of positive integers, got {passes!r}.")
     problem = _problem(X, y, model, C, kernel, gamma)
     records = []
     for n in passes:
