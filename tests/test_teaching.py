@@ -574,3 +574,41 @@ def test_plot_bound_vs_loo_and_certificates(plt):
     ax = plot_svm_primal([run])
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels == ["batch, λ = 0.001", "batch, λ = 0.001 bound"]
+
+
+def test_plots_name_bad_input_before_making_a_figure(plt):
+    # 3-feature points were drawn silently as their first two against a 2-D grid (also the
+    # perceptron's frames, from the first two components of w); NaN, an empty or 1-D X, a
+    # short y, resolution=1 or ncols=0 failed inside numpy or matplotlib (IndexError,
+    # ZeroDivisionError, "zero-size array"), after a figure had been opened and left open.
+    from msvm.teaching import plots
+
+    X, y = overlapping_set(20, random_state=1)
+    svm = soft_margin_svm(X, y, 1.0, "linear")
+    X3 = np.column_stack([X, X[:, 0]])
+    nan_X = X.copy()
+    nan_X[2, 0] = np.nan
+    shape = r"X must be a non-empty array of shape \(n, 2\) \(the plots are 2-D\)"
+    cases = [
+        (lambda: plots.plot_decision_function(svm, X3, y), shape + r"; got shape \(20, 3\)"),
+        (lambda: plots.plot_decision_function(svm, X[:, 0], y), shape),
+        (lambda: plots.plot_decision_function(svm, X[:0], y[:0]), shape),
+        (lambda: plots.plot_decision_function(svm, nan_X, y), "X contains NaN or infinite"),
+        (lambda: plots.plot_decision_function(svm, X, y[:5]), "y must have one label per row"),
+        (lambda: plots.plot_decision_function(svm, resolution=1), "resolution must be an "
+                                                                  "integer >= 2, got 1"),
+        (lambda: plots.plot_perceptron_frames(perceptron(X3, y)), shape),
+        (lambda: plots.plot_perceptron_frames(perceptron(*separable_set(20)), ncols=0),
+         "ncols must be an integer >= 1, got 0"),
+        (lambda: plots.plot_kernel_regions(X3, y, {"linear": ("linear", {})}), shape),
+        (lambda: plots.plot_kernel_regions(X, y, {}), "kernels is empty"),
+        (lambda: plots.plot_parameter_grid(X, y, [], [1.0]), "Cs is empty"),
+        (lambda: plots.plot_multiclass_regions({"svm": svm}, X3, y), shape),
+        (lambda: plots.plot_convergence([], reference=1.0), "results is empty"),
+        (lambda: plots.plot_bound_vs_loo([]), "records is empty"),
+    ]
+    plt.close("all")
+    for draw, message in cases:
+        with pytest.raises(ValueError, match=message):
+            draw()
+        assert plt.get_fignums() == []   # checked before a figure was opened

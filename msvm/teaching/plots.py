@@ -5,6 +5,11 @@ artists (``label=`` on lines and point sets) so that a test can check what
 the figure shows: e.g. :func:`plot_decision_function` draws one point set per
 KKT kind, labelled ``'non-SV (α = 0)'``, ``'free SV (0 < α < C)'`` and
 ``'bound SV (α = C)'``, with as many points as the solution has of that kind.
+
+Bad input (points that are not finite and two-dimensional, labels of another
+length, an empty set of things to draw, a resolution below 2) is a ValueError
+raised before any figure is opened.  A returned figure stays open in pyplot
+until the caller closes it (``plt.close(fig)``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,41 @@ def _pyplot():
         raise ImportError("msvm.teaching.plots needs matplotlib: "
                           "pip install 'msvm[plot]'.") from exc
     return plt
+
+
+def _points(X, y, what: str = "X"):
+    """(X, y) as float and label arrays, checked before any figure is made: a 2-D plot
+    needs finite points of exactly two features and one label per point.
+
+    Three features were drawn silently as their first two against a 2-D grid; NaN, an
+    empty set or a 1-D X failed inside numpy or matplotlib.
+    """
+    if X is None:
+        raise ValueError(f"{what} is needed: the model has no training set to draw.")
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] != 2:
+        raise ValueError(f"{what} must be a non-empty array of shape (n, 2) (the plots are "
+                         f"2-D); got shape {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{what} contains NaN or infinite values.")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have one label per row of {what}, shape ({X.shape[0]},); "
+                         f"got shape {y.shape}.")
+    return X, y
+
+
+def _positive(value, name: str, least: int = 1) -> int:
+    """``value`` as an int >= ``least``, or a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
+    return int(value)
+
+
+def _nonempty(items, name: str):
+    if len(items) == 0:
+        raise ValueError(f"{name} is empty: nothing to draw.")
+    return items
 
 
 def _axes(ax):
@@ -80,9 +120,11 @@ def plot_decision_function(model, X=None, y=None, *, ax=None, title: str | None 
         without α; for a :class:`BinarySVM`, one per KKT kind present, labelled
         by :data:`KIND_LABELS` with the count, e.g. ``'free SV (0 < α < C): 3'``.
     """
+    X, y = _points(getattr(model, "X", None) if X is None else X,
+                   getattr(model, "y", None) if y is None else y)
+    y = y.astype(np.float64)
+    resolution = _positive(resolution, "resolution", 2)
     ax = _axes(ax)
-    X = np.asarray(getattr(model, "X", None) if X is None else X, dtype=np.float64)
-    y = np.asarray(getattr(model, "y", None) if y is None else y, dtype=np.float64)
     xx, yy, grid = _grid(X, resolution)
     F = model.decision_function(grid).reshape(xx.shape)
     ax.contourf(xx, yy, F, levels=[-np.inf, 0, np.inf], colors=["#f4cccc", "#cfe2f3"],
@@ -165,6 +207,9 @@ def plot_perceptron_frames(result, n_frames: int = 6, *, ncols: int = 3):
         raise ValueError("The result has no recorded update (nothing to draw).")
     if result.w is None:
         raise ValueError("Frames need the linear kernel (an explicit w).")
+    # 3-D points were drawn silently as the line of their first two w components.
+    _points(result.X, result.y, "The result's X")
+    n_frames, ncols = _positive(n_frames, "n_frames"), _positive(ncols, "ncols")
     picks = np.unique(np.linspace(0, len(trace) - 1, min(n_frames, len(trace))).astype(int))
     nrows = int(np.ceil(len(picks) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
@@ -214,6 +259,7 @@ def plot_convergence(results, reference=None):
         ``'<method> D* − D'``.
     """
     plt = _pyplot()
+    results = _nonempty(list(results), "results")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     d_star = None
     if reference is not None:
@@ -302,6 +348,9 @@ def plot_kernel_regions(X, y, kernels: dict, C: float = 10.0, *, ncols: int = 3)
     from msvm.teaching.svm import soft_margin_svm
 
     plt = _pyplot()
+    X, y = _points(X, y)
+    _nonempty(kernels, "kernels")
+    ncols = _positive(ncols, "ncols")
     nrows = int(np.ceil(len(kernels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.4 * nrows), squeeze=False)
     for ax, (title, (name, params)) in zip(axes.ravel(), kernels.items(), strict=False):
@@ -334,6 +383,8 @@ def plot_parameter_grid(X, y, Cs, gammas, *, kernel: str = "rbf"):
     from msvm.teaching.svm import soft_margin_svm
 
     plt = _pyplot()
+    X, y = _points(X, y)
+    _nonempty(Cs, "Cs"), _nonempty(gammas, "gammas")
     fig, axes = plt.subplots(len(Cs), len(gammas),
                              figsize=(3.2 * len(gammas), 3.0 * len(Cs)), squeeze=False)
     for r, C in enumerate(Cs):
@@ -368,8 +419,9 @@ def plot_multiclass_regions(estimators: dict, X, y, *, ncols: int = 4, resolutio
         One axes per estimator, titled with its name and training accuracy.
     """
     plt = _pyplot()
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
+    X, y = _points(X, y)
+    _nonempty(estimators, "estimators")
+    ncols, resolution = _positive(ncols, "ncols"), _positive(resolution, "resolution", 2)
     classes = np.unique(y)
     nrows = int(np.ceil(len(estimators) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.9 * nrows), squeeze=False)
@@ -406,6 +458,7 @@ def plot_bound_vs_loo(records: list[dict], *, ax=None):
         Lines labelled ``'radius–margin bound'``, ``'key-lemma count'`` and
         ``'exact LOO errors'`` (log–log axes).
     """
+    _nonempty(records, "records")
     ax = _axes(ax)
     Cs = [r["C"] for r in records]
     ax.loglog(Cs, [r["bound"] for r in records], "o-", label="radius–margin bound")
