@@ -242,12 +242,15 @@ def find_shared_datasets(root=None) -> Path:
     -------
     pathlib.Path
     """
+    source = ""
     if root is None and os.environ.get(DATASETS_ENV):
-        root = os.environ[DATASETS_ENV]
+        root, source = os.environ[DATASETS_ENV], f" (from ${DATASETS_ENV})"
     if root is not None:
         root = Path(root)
         if not root.is_dir():
-            raise DatasetNotFoundError(f"Datasets folder {str(root)!r} does not exist.")
+            # A file there was reported as "does not exist".
+            what = "is not a folder" if root.exists() else "does not exist"
+            raise DatasetNotFoundError(f"Datasets folder {str(root)!r}{source} {what}.")
         return root
     for start in _search_starts():
         for folder in (start, *start.parents):
@@ -302,7 +305,23 @@ def shared_dataset(name: str, *, scaled: bool | None = None, root=None):
         None when the set has no test split (evaluate it by cross-validation).
     y_test : ndarray or None
         Labels as stored (some sets are 0-based, some 1-based), int64.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If the datasets folder, the dataset or its training file is missing.
+    ValueError
+        If ``name`` is not a folder name or ``scaled`` not True, False or
+        None, or a file cannot be read (the message names the file).
     """
+    # None or 3 was a TypeError from pathlib; '', '.', '..' or a path looked outside the
+    # dataset folders with a "No training file .scale.bz2" message; scaled='yes' a KeyError.
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or (
+            os.sep in name) or (os.altsep and os.altsep in name):
+        raise ValueError(f"name must be the name of a dataset folder (e.g. 'iris'), "
+                         f"got {name!r}.")
+    if scaled not in (True, False, None):
+        raise ValueError(f"scaled must be True, False or None, got {scaled!r}.")
     base = find_shared_datasets(root)
     folder = base / name
     if not folder.is_dir():

@@ -308,3 +308,25 @@ def test_unknown_shared_dataset(tmp_path):
         shared_dataset("nope", root=tmp_path)
     with pytest.raises(DatasetNotFoundError, match="No training file iris.scale.bz2 or iris.bz2"):
         shared_dataset("iris", root=tmp_path)
+
+
+def test_shared_dataset_names_a_bad_name_or_folder(tmp_path, monkeypatch):
+    # None was a TypeError from pathlib, '' "No training file .scale.bz2 or .bz2", '..' or
+    # 'iris/../iris' looked outside the dataset folders, scaled='yes' was KeyError: 'yes';
+    # $MSVM_DATASETS naming a file said the folder "does not exist".
+    (tmp_path / "iris").mkdir()
+    for name in (None, 3, "", ".", "..", "iris/../iris", str(tmp_path / "iris")):
+        with pytest.raises(ValueError, match="name must be the name of a dataset folder"):
+            shared_dataset(name, root=tmp_path)
+    with pytest.raises(ValueError, match="scaled must be True, False or None, got 'yes'"):
+        shared_dataset("iris", scaled="yes", root=tmp_path)
+    afile = tmp_path / "datasets.txt"
+    afile.write_text("")
+    monkeypatch.setenv("MSVM_DATASETS", str(afile))
+    with pytest.raises(DatasetNotFoundError,
+                       match=r"datasets.txt' \(from \$MSVM_DATASETS\) is not a folder"):
+        shared_dataset("iris")
+    monkeypatch.setenv("MSVM_DATASETS", str(tmp_path / "missing"))
+    with pytest.raises(DatasetNotFoundError,
+                       match=r"missing' \(from \$MSVM_DATASETS\) does not exist"):
+        shared_dataset("iris")
