@@ -121,6 +121,20 @@ def test_compare_binary_refuses_test_labels_it_was_not_trained_on():
         compare_binary(X, labels, X_test=X, y_test=labels - 1)
 
 
+def test_compare_multiclass_names_bad_models_and_test_sets():
+    # models="ww" was read letter by letter ("Got 'w' instead"); X_test without y_test failed
+    # in accuracy_score ("y_true ... Got None"), a 3-feature X_test in np.vstack.
+    X, y = multiclass_set(3, 15, random_state=0)
+    cases = [(dict(models="ww"), r"models must be a sequence of machine names, e\.g\. \['ww'\]"),
+             (dict(X_test=X), "X_test and y_test must be given together"),
+             (dict(X_test=np.ones((3, 3)), y_test=y[:3]),
+              r"X_test must have X's 2 features per row; got shape \(3, 3\)"),
+             (dict(X_test=X, y_test=y[:3]), "y_test must have one label per row of X_test")]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            compare_multiclass(X, y, **{"models": ["ww"], "loo": False, **kwargs})
+
+
 # ------------------------------------------------------------------ perceptron
 @pytest.mark.parametrize("seed", range(20))
 def test_perceptron_updates_within_novikoff_bound(seed):

@@ -247,7 +247,22 @@ def compare_multiclass(X, y, C: float = 1.0, kernel: str = "rbf", *, gamma="scal
     m = len(y)
     classes = np.unique(y)
     Q = len(classes)
+    # models="ww" was read letter by letter ("Got 'w'"); X_test without y_test failed in
+    # accuracy_score, a test set of another width in np.vstack.
+    if isinstance(models, str):
+        raise ValueError(f"models must be a sequence of machine names, e.g. [{models!r}]; "
+                         f"got the string {models!r}.")
     models = list(MACHINES) if models is None else list(models)
+    if (X_test is None) != (y_test is None):
+        raise ValueError("X_test and y_test must be given together.")
+    if X_test is not None:
+        X_test, y_test = np.asarray(X_test, dtype=np.float64), np.asarray(y_test)
+        if X.ndim == 2 and (X_test.ndim != 2 or X_test.shape[1] != X.shape[1]):
+            raise ValueError(f"X_test must have X's {X.shape[1]} features per row; got "
+                             f"shape {X_test.shape}.")
+        if y_test.shape != (len(X_test),):
+            raise ValueError(f"y_test must have one label per row of X_test, shape "
+                             f"({len(X_test)},); got shape {y_test.shape}.")
     loo = (m <= loo_max_samples) if loo is None else bool(loo)
     svc_kernel = kernel
     if kernel == "laplace":  # SVC has no Laplace kernel string; the same function
