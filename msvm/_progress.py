@@ -1,6 +1,6 @@
 """Progress of long work: a live line for the iterative solvers, a bar for model selection.
 
-Everything goes to **stderr** (stdout stays free for results, e.g. ``msvm predict``
+What this module reports goes to **stderr** (stdout stays free for results, e.g. ``msvm predict``
 writing labels), at most once per :data:`INTERVAL` seconds plus a final report.
 On a terminal (``stderr.isatty()``) the report is one line rewritten in place
 with a carriage return; elsewhere (logs, pipes, CI) each report is a plain line.
