@@ -267,7 +267,7 @@ def _build_parser() -> _Parser:
 
     fit = sub.add_parser(
         "fit", help="train one machine on a LIBSVM file",
-        description="Train a machine on a LIBSVM/svmlight file (optionally .bz2) and report "
+        description="Train a machine on a LIBSVM/svmlight file (optionally .bz2/.gz) and report "
         "accuracy (on --test if given, else on the training set), dual and primal "
         "objective, relative duality gap, KKT residual and fit time.",
     )
@@ -487,7 +487,8 @@ def _demo(args, prog: str) -> int:
     print()
     used = sorted({r["solver"] for r in results})
     print(f"solver {', '.join(used)}; accuracy on the test split; relative gap = "
-          "(primal - dual) / |primal|; KKT residual scaled by C.")
+          "(primal - dual) / max(|primal|, |dual|); KKT residual scaled by C "
+          "(msvm2: by max(1, max alpha)).")
     if args.json:
         _write_json(args.json, {"command": "demo", "dataset": "sklearn digits",
                                 "n_train": len(y_train), "n_test": len(y_test),
