@@ -376,7 +376,7 @@ default='rbf'
         ``b_method``, ``n_support``.  After :meth:`partial_fit` the training
         data is not kept, so only ``dual_objective`` (over every pattern fed
         so far) and ``n_support`` are measured; the primal and KKT entries
-        are None.
+        are None, and ``n_seen`` counts the patterns fed so far.
 
     See Also
     --------
