@@ -343,7 +343,7 @@ def _build_parser() -> _Parser:
         "Other options (--filter, --jobs, --json, --list, --bounds, --solvers) are passed "
         "to it; see 'python -m validation --help'.",
     )
-    validate.add_argument("--quick", action="store_true", help="a few rows, in seconds")
+    validate.add_argument("--quick", action="store_true", help="a subset: one small problem")
     return parser
 
 
