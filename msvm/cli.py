@@ -267,7 +267,7 @@ def _build_parser() -> _Parser:
 
     fit = sub.add_parser(
         "fit", help="train one machine on a LIBSVM file",
-        description="Train a machine on a LIBSVM/svmlight file (optionally .bz2) and report "
+        description="Train a machine on a LIBSVM/svmlight file (optionally .bz2/.gz) and report "
         "accuracy (on --test if given, else on the training set), dual and primal "
         "objective, relative duality gap, KKT residual and fit time.",
     )
@@ -343,7 +343,7 @@ def _build_parser() -> _Parser:
         "Other options (--filter, --jobs, --json, --list, --bounds, --solvers) are passed "
         "to it; see 'python -m validation --help'.",
     )
-    validate.add_argument("--quick", action="store_true", help="a few rows, in seconds")
+    validate.add_argument("--quick", action="store_true", help="a subset: one small problem")
     return parser
 
 
@@ -487,7 +487,8 @@ def _demo(args, prog: str) -> int:
     print()
     used = sorted({r["solver"] for r in results})
     print(f"solver {', '.join(used)}; accuracy on the test split; relative gap = "
-          "(primal - dual) / |primal|; KKT residual scaled by C.")
+          "(primal - dual) / max(|primal|, |dual|); KKT residual scaled by C "
+          "(msvm2: by max(1, max alpha)).")
     if args.json:
         _write_json(args.json, {"command": "demo", "dataset": "sklearn digits",
                                 "n_train": len(y_train), "n_test": len(y_test),

@@ -376,7 +376,7 @@ default='rbf'
         ``b_method``, ``n_support``.  After :meth:`partial_fit` the training
         data is not kept, so only ``dual_objective`` (over every pattern fed
         so far) and ``n_support`` are measured; the primal and KKT entries
-        are None.
+        are None, and ``n_seen`` counts the patterns fed so far.
 
     See Also
     --------
@@ -956,8 +956,9 @@ default='rbf'
         ``solver='online'`` or ``'auto'`` (else the attribute does not exist: an
         AttributeError that says why); the kernel must be one of the
         named kernels (not ``'precomputed'`` or a callable).  ``gamma='scale'``
-        is resolved on the first chunk.  A fit with ``solver='online'`` can be
-        continued by ``partial_fit``; a fit by another solver cannot.
+        is resolved on the first chunk.  ``partial_fit`` continues a bias-free
+        fit by any solver, online from its support vectors and dual variables
+        (set ``solver='online'`` or ``'auto'`` first if the fit used another).
 
         Parameters
         ----------

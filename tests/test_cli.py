@@ -148,6 +148,11 @@ def test_demo_is_the_default_command(capsys, tmp_path):
         assert rec["accuracy"] > 0.5  # 10 classes: chance is 0.1
         assert rec["kkt_violation"] <= result["tol"]  # s2do's stopping rule
         assert rec["relative_gap"] >= -1e-9  # weak duality
+        # The footer's definition of the column (diagnostics.diagnose's).
+        gap = rec["primal_objective"] - rec["dual_objective"]
+        scale = max(abs(rec["primal_objective"]), abs(rec["dual_objective"]))
+        assert rec["relative_gap"] == pytest.approx(gap / scale, rel=1e-9, abs=1e-15)
+    assert "relative gap = (primal - dual) / max(|primal|, |dual|)" in out
 
 
 def test_demo_bad_model_exits_2(capsys):

@@ -3,7 +3,7 @@
 Run it from the repository root::
 
     python -m validation            # full matrix (see README.md), exit code 1 on any failure
-    python -m validation --quick    # a few rows
+    python -m validation --quick    # one small problem, every machine and solver
 
 Modules: :mod:`validation.problems` (the seeded problem generators and the
 real data sets), :mod:`validation.registry` (solvers, their references and

@@ -3,7 +3,7 @@
 Examples (from the repository root)::
 
     python -m validation                      # the full matrix, 2 worker processes
-    python -m validation --quick              # a few rows (used by the tests)
+    python -m validation --quick              # one small problem (used by the tests)
     python -m validation --filter wine/ --n-jobs 1
     python -m validation --json validation/results/v.json
     python -m validation --dask tcp://host:8786   # the rows on a Dask cluster
@@ -48,7 +48,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         description="Cross-check msvm's solvers on a matrix of problems, machines, "
                     "kernels and bias settings.")
     parser.add_argument("--quick", action="store_true",
-                        help="run a small subset (a handful of rows, for the test-suite)")
+                        help="run a small subset (one small problem at C = 1, every machine, "
+                             "kernel, bias setting and solver; four bound rows)")
     parser.add_argument("--filter", default=None, metavar="TEXT",
                         help="keep only rows whose name contains TEXT, e.g. 'iris/' or "
                              "'/msvm2/bias/rbf' (row names: "
