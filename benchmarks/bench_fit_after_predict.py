@@ -34,7 +34,7 @@ import time
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, save_figure, write_run
-from benchmarks.runs import answer, check_configs, common_arguments, spawn
+from benchmarks.runs import announce, answer, check_configs, common_arguments, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
 MODES = ("after predict", "after pause")
@@ -175,12 +175,11 @@ def main(argv=None) -> int:
                                 rounds=args.rounds, pause=args.pause)
                     row = spawn("benchmarks.bench_fit_after_predict", spec, args.timeout)
                     rows.append(row)
-                    print(f"{c} {s} {m}: fit {row.get('fit_median', float('nan')):.3f} s, "
-                          f"search {row.get('search_time', float('nan')):.3f} s, "
-                          f"predict {row.get('predict_median', float('nan')):.4f} s, "
-                          f"{row.get('status')}", flush=True)
-                    if row.get("error"):
-                        print(row["error"], file=sys.stderr, flush=True)
+                    announce(row,
+                             f"{c} {s} {m}: fit {row.get('fit_median', float('nan')):.3f} s, "
+                             f"search {row.get('search_time', float('nan')):.3f} s, "
+                             f"predict {row.get('predict_median', float('nan')):.4f} s, "
+                             f"{row.get('status')}")
     except KeyboardInterrupt:
         print("interrupted: nothing written", file=sys.stderr)
         return 130

@@ -55,7 +55,7 @@ import numpy as np
 from benchmarks.configs import LINEAR_CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_summary
-from benchmarks.runs import answer, common_arguments, spawn
+from benchmarks.runs import announce, answer, common_arguments, spawn
 
 QUICK_SIZES = {"mnist": 5000, "dna": None, "text": 4000}
 MODELS = ("cs", "ww", "llw")
@@ -270,12 +270,11 @@ def main(argv=None) -> int:
         spec["layout"] = "csr" if args.sparse else "dense"
         row = spawn("benchmarks.bench_linear", spec, args.timeout, parse=liblinear_dual)
         rows.append(row)
-        print(f"[{k}/{len(specs)}] {row['config']} {row['solver']} {row['model']} "
-              f"tol={row.get('tol')}: {row.get('fit_time', float('nan')):.2f} s, dual "
-              f"{row.get('dual')}, test error {100 * row.get('test_error', float('nan')):.2f}%, "
-              f"status {row.get('status')}", flush=True)
-        if row.get("error"):
-            print(row["error"], file=sys.stderr, flush=True)
+        announce(row,
+                 f"[{k}/{len(specs)}] {row['config']} {row['solver']} {row['model']} "
+                 f"tol={row.get('tol')}: {row.get('fit_time', float('nan')):.2f} s, dual "
+                 f"{row.get('dual')}, test error {100 * row.get('test_error', float('nan')):.2f}%, "
+                 f"status {row.get('status')}")
     finish(rows)
     table = [r for r in rows if r.get("role") != "trace"]
     lines = [header("linear", tag, f"median of {repeat}; one thread each; "

@@ -46,7 +46,7 @@ import numpy as np
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl, write_summary
-from benchmarks.runs import answer, check_configs, common_arguments, peak_rss_mb, spawn
+from benchmarks.runs import announce, answer, check_configs, common_arguments, peak_rss_mb, spawn
 from msvm.solvers.online import STRATEGIES
 
 #: The configurations of BENCHMARKS.md this benchmark runs, and the interval of
@@ -375,13 +375,13 @@ def main(argv=None) -> int:
         row.setdefault("role", spec.get("role", "table"))
         rows.append(row)
         what = f"{row.get('solver')} {row.get('strategy') or ''}".strip()
-        print(f"[{len(rows)}] {row.get('config')} {row.get('role')} {what}: "
-              f"{fmt(row.get('fit_time'), '.2f')} s, dual {fmt(row.get('dual'), '.6g')}, "
-              f"test error {fmt(100 * row['test_error'] if 'test_error' in row else None, '.3f')}"
-              f"%, kernel ev. {fmt(row.get('kernel_evaluations'), '.4g')}, "
-              f"status {row.get('status')}", flush=True)
-        if row.get("error"):
-            print(row["error"], file=sys.stderr, flush=True)
+        announce(row,
+                 f"[{len(rows)}] {row.get('config')} {row.get('role')} {what}: "
+                 f"{fmt(row.get('fit_time'), '.2f')} s, dual {fmt(row.get('dual'), '.6g')}, "
+                 f"test error "
+                 f"{fmt(100 * row['test_error'] if 'test_error' in row else None, '.3f')}"
+                 f"%, kernel ev. {fmt(row.get('kernel_evaluations'), '.4g')}, "
+                 f"status {row.get('status')}")
         write(rows, tag)
         return row
 

@@ -72,6 +72,7 @@ from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write_jsonl, write_run
 from benchmarks.runs import (
     SVC_PEERS,
+    announce,
     answer,
     busy_core,
     check_configs,
@@ -246,12 +247,11 @@ class Runner:
         write_jsonl([row], self.jsonl, append=True)
         jobs = f" n_jobs={row['n_jobs']}" if row["solver"] == "msvm" else ""
         busy = " [one core busy]" if row.get("contention") else ""
-        print(f"[{len(self.rows)}] {row['config']} {LABELS[row['solver']]}{jobs}{busy} "
-              f"round {row.get('round')}: {row.get('fit_time', float('nan')):.3f} s, "
-              f"test error {100 * row.get('test_error', float('nan')):.2f}%, "
-              f"status {row.get('status')}", flush=True)
-        if row.get("error"):
-            print(row["error"], file=sys.stderr, flush=True)
+        announce(row,
+                 f"[{len(self.rows)}] {row['config']} {LABELS[row['solver']]}{jobs}{busy} "
+                 f"round {row.get('round')}: {row.get('fit_time', float('nan')):.3f} s, "
+                 f"test error {100 * row.get('test_error', float('nan')):.2f}%, "
+                 f"status {row.get('status')}")
         return row
 
     def config_rounds(self, config: str, args, peers, contention, n_jobs_list,

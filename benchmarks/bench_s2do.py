@@ -47,6 +47,7 @@ from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_summary
 from benchmarks.runs import (
+    announce,
     answer,
     check_configs,
     common_arguments,
@@ -254,13 +255,12 @@ def main(argv=None) -> int:
         row = spawn("benchmarks.bench_s2do", spec, args.timeout)
         row["role"] = spec.get("role", "table")
         rows.append(row)
-        print(f"[{k}/{len(specs)}] {row['config']} {row['solver']} m={row.get('m')} "
-              f"threads={row.get('threads')} {row.get('layout')}: "
-              f"{row.get('fit_time', float('nan')):.2f} s, "
-              f"test error {100 * row.get('test_error', float('nan')):.2f}%, "
-              f"status {row.get('status')}", flush=True)
-        if row.get("error"):
-            print(row["error"], file=sys.stderr, flush=True)
+        announce(row,
+                 f"[{k}/{len(specs)}] {row['config']} {row['solver']} m={row.get('m')} "
+                 f"threads={row.get('threads')} {row.get('layout')}: "
+                 f"{row.get('fit_time', float('nan')):.2f} s, "
+                 f"test error {100 * row.get('test_error', float('nan')):.2f}%, "
+                 f"status {row.get('status')}")
     table_rows = [r for r in rows if r["role"] == "table" and r.get("threads", 1) in
                   (args.threads, 1) and not (r["solver"] == "s2do"
                                              and r.get("threads") != args.threads)]

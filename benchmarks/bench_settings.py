@@ -37,7 +37,7 @@ from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, save_figure, write_run
-from benchmarks.runs import answer, check_configs, common_arguments, peak_rss_mb, spawn
+from benchmarks.runs import announce, answer, check_configs, common_arguments, peak_rss_mb, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs"]
 #: The default changes: the cache (the estimator's default 200 MB and less), one
@@ -190,11 +190,8 @@ def main(argv=None) -> int:
                     spec = dict(config=c, setting=s, round=r + 1, n_jobs=args.n_jobs)
                     row = spawn("benchmarks.bench_settings", spec, args.timeout)
                     rows.append(row)
-                    print(f"{c} {s or '(own)'} round {r + 1}: "
-                          f"{row.get('fit_time', float('nan')):.3f} s, {row.get('status')}",
-                          flush=True)
-                    if row.get("error"):
-                        print(row["error"], file=sys.stderr, flush=True)
+                    announce(row, f"{c} {s or '(own)'} round {r + 1}: "
+                                  f"{row.get('fit_time', float('nan')):.3f} s, {row.get('status')}")
     except KeyboardInterrupt:
         print("interrupted: nothing written", file=sys.stderr)
         return 130

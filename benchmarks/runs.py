@@ -72,6 +72,13 @@ def check_configs(parser: argparse.ArgumentParser, names, known=None) -> None:
         parser.error(f"unknown configuration(s) {unknown}; known: {list(known)}")
 
 
+def announce(row: dict, line: str) -> None:
+    """Print a spawned run's summary ``line``, and its worker's error, if any, on stderr."""
+    print(line, flush=True)
+    if row.get("error"):
+        print(row["error"], file=sys.stderr, flush=True)
+
+
 def answer(row: dict) -> None:
     """Print a worker's result for :func:`spawn`."""
     print(MARKER + json.dumps(row), flush=True)
