@@ -40,6 +40,9 @@ expects is there and nothing else, dtypes, shapes, finiteness, the
 parameters (as ``fit`` validates them), the consistency of the header with
 the arrays and of the arrays with each other, the format version -- and
 answers any problem with a :class:`ModelFileError` (a ValueError) naming it.
+Each array's dtype and shape are checked on its ``.npy`` header before its
+data is decompressed, so a file cannot make :func:`load` allocate more than
+the model its header describes.
 Format versions: a file of a newer format than this msvm reads is refused
 with both versions named; a new parameter of the estimator is a new entry of
 the header's ``params``, and files of the older versions, which lack it, get
@@ -51,6 +54,7 @@ weights 1.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -268,27 +272,11 @@ class _Reader:
     def fail(self, message: str):
         raise ModelFileError(f"Model file {self.path!r}: {message}")
 
-    def archive(self) -> dict:
-        """Every array of the archive (none pickled), after checking its names."""
-        path = self.path
-        if not os.path.exists(path):
-            raise ModelFileNotFoundError(f"Model file {path!r} does not exist.")
-        if os.path.isdir(path):
-            self.fail("is a directory.")
-        with open(path, "rb") as fh:
-            magic = fh.read(4)
-        if magic != b"PK\x03\x04":
-            self.fail("is not a msvm model file (not a .npz archive: it starts with "
-                      f"{magic!r}, a zip archive with b'PK\\x03\\x04').")
+    @contextlib.contextmanager
+    def reading(self):
+        """Turn the read errors of a damaged archive or member into a ModelFileError."""
         try:
-            # The file object is ours to close: np.load leaves a path it opened open when
-            # the zip directory is unreadable.
-            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
-                names = set(npz.files)
-                missing = sorted(set(_COMMON) - names)
-                if missing:
-                    self.fail(f"arrays {missing} are missing (truncated or not a model file).")
-                return {name: npz[name] for name in npz.files}
+            yield
         except ModelFileError:
             raise
         except (OSError, ValueError, EOFError, KeyError, IndexError, TypeError, OverflowError,
@@ -298,8 +286,34 @@ class _Reader:
             # zipfile's RuntimeError), damaged .npy headers, pickled objects.
             self.fail(f"is corrupt or not a msvm model file ({type(exc).__name__}: {exc}).")
 
-    def header(self, raw) -> dict:
-        if raw.dtype != np.uint8 or raw.ndim != 1 or raw.size > _MAX_HEADER:
+    @contextlib.contextmanager
+    def archive(self):
+        """The open archive, its names checked; :meth:`array` reads its members one by one."""
+        path = self.path
+        if not os.path.exists(path):
+            raise ModelFileNotFoundError(f"Model file {path!r} does not exist.")
+        if os.path.isdir(path):
+            self.fail("is a directory.")
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+            if magic != b"PK\x03\x04":
+                self.fail("is not a msvm model file (not a .npz archive: it starts with "
+                          f"{magic!r}, a zip archive with b'PK\\x03\\x04').")
+            fh.seek(0)
+            # The file object is ours to close: np.load leaves a path it opened open when
+            # the zip directory is unreadable.
+            with self.reading():
+                npz = np.load(fh, allow_pickle=False)
+            with npz:
+                missing = sorted(set(_COMMON) - set(npz.files))
+                if missing:
+                    self.fail(f"arrays {missing} are missing (truncated or not a model file).")
+                yield npz
+
+    def header(self, npz) -> dict:
+        raw = self.array(npz, "header", "u", (None,), max_bytes=_MAX_HEADER,
+                         expected="a 1-D uint8 array of JSON text")
+        if raw.dtype != np.uint8:
             self.fail("the header is not a 1-D uint8 array of JSON text.")
         try:
             header = json.loads(raw.tobytes().decode("utf-8"), parse_constant=_reject_constant)
@@ -351,32 +365,58 @@ class _Reader:
                           f"{getattr(kind, '__name__', kind)}.")
         return header
 
-    def array(self, arrays, name, kinds: str, shape: tuple, *, finite=True) -> np.ndarray:
-        """``arrays[name]``, checked for dtype kind, shape (None: any length) and finiteness."""
-        a = arrays[name]
-        if a.dtype.kind not in kinds or a.dtype.hasobject:
-            self.fail(f"array {name!r} has dtype {a.dtype}, expected {_KIND_NAMES[kinds]}.")
-        if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape,
-                                                                                 strict=True)):
+    def array(self, npz, name, kinds: str, shape: tuple, *, finite=True, max_bytes=None,
+              expected=None) -> np.ndarray:
+        """Member ``name`` of the archive, checked for dtype kind, shape and finiteness.
+
+        The dtype and shape (None: any length, within ``max_bytes``) are checked
+        on the member's .npy header, before its data is decompressed: a file
+        whose arrays are not the header's cannot make the reader allocate
+        more than the model the header describes.
+        """
+        stored = f"{name}.npy" if f"{name}.npy" in npz.zip.namelist() else name
+        with self.reading(), npz.zip.open(stored) as member:
+            version = np.lib.format.read_magic(member)
+            if version not in ((1, 0), (2, 0)):   # np.savez writes 1.0, or 2.0 for huge headers
+                self.fail(f"array {name!r} has .npy format version {version}, which save() "
+                          "does not write.")
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            found, _, dtype = read_header(member)
+        if expected is None:
+            expected = _KIND_NAMES[kinds]
+        if dtype.kind not in kinds or dtype.hasobject:
+            self.fail(f"array {name!r} has dtype {dtype}, expected {expected}.")
+        if len(found) != len(shape) or any(s is not None and s != n
+                                           for s, n in zip(shape, found, strict=True)):
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            self.fail(f"array {name!r} has shape {a.shape}, expected {want} from the header.")
+            self.fail(f"array {name!r} has shape {found}, expected {want} from the header.")
+        if max_bytes is not None and math.prod(found) * dtype.itemsize > max_bytes:
+            self.fail(f"array {name!r} of shape {found} and dtype {dtype} is larger than "
+                      f"{max_bytes} bytes, the most such an array takes.")
+        with self.reading():
+            a = npz[name]
         if finite and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             self.fail(f"array {name!r} contains NaN or infinite values.")
         return a
 
     def model(self):
+        with self.archive() as npz:
+            return self.build(npz)
+
+    def build(self, npz):
+        """The estimator of the open archive ``npz``, every part checked."""
         from sklearn.utils._param_validation import InvalidParameterError
 
         from msvm.estimator import MultiClassSVC
 
-        arrays = self.archive()
-        h = self.header(arrays["header"])
+        h = self.header(npz)
         layout = h["sv_layout"]
         if layout not in _LAYOUTS:
             self.fail(f"unknown support-vector layout {layout!r} (expected one of "
                       f"{sorted(_LAYOUTS)}).")
         expected = set(_COMMON) | set(_LAYOUTS[layout])
-        missing, extra = sorted(expected - set(arrays)), sorted(set(arrays) - expected)
+        missing, extra = sorted(expected - set(npz.files)), sorted(set(npz.files) - expected)
         if missing:
             self.fail(f"arrays {missing} are missing (layout {layout!r}).")
         if extra:
@@ -405,6 +445,9 @@ class _Reader:
                                            for v in shape_fit) or shape_fit[1] != d
                 or shape_fit[0] < 1):
             self.fail(f"shape_fit {shape_fit!r} is not [n_samples, n_features_in={d}].")
+        if Q > shape_fit[0] or n_sv > shape_fit[0]:
+            self.fail(f"n_classes={Q} and n_support={n_sv} cannot exceed the {shape_fit[0]} "
+                      "training points of shape_fit.")
         if model._precomputed and d != shape_fit[0]:
             self.fail(f"a precomputed kernel has n_features_in = n_samples; got {d} and "
                       f"{shape_fit[0]}.")
@@ -414,7 +457,8 @@ class _Reader:
         if names is not None and (len(names) != d or not all(isinstance(v, str) for v in names)):
             self.fail(f"feature_names_in is not a list of {d} strings.")
 
-        classes = self.array(arrays, "classes", "biufU", (Q,))
+        # Text labels: at most as many bytes as a header (numbers take 8 bytes each).
+        classes = self.array(npz, "classes", "biufU", (Q,), max_bytes=max(8 * Q, _MAX_HEADER))
         if len(np.unique(classes)) != Q or not np.array_equal(np.unique(classes), classes):
             self.fail("the classes are not sorted and distinct (as fit's np.unique gives them).")
         if h["classes_dtype"] == "object":
@@ -422,26 +466,26 @@ class _Reader:
         elif h["classes_dtype"] != classes.dtype.str:
             self.fail(f"classes have dtype {classes.dtype.str}, the header says "
                       f"{h['classes_dtype']!r}.")
-        support = self.array(arrays, "support", "i", (n_sv,))
+        support = self.array(npz, "support", "i", (n_sv,))
         if n_sv and (support[0] < 0 or support[-1] >= shape_fit[0]
                      or np.any(np.diff(support) <= 0)):
             self.fail(f"support indices are not increasing indices in [0, {shape_fit[0]}).")
-        n_support = self.array(arrays, "n_support", "i", (Q,))
+        n_support = self.array(npz, "n_support", "i", (Q,))
         if np.any(n_support < 0) or int(n_support.sum()) != n_sv:
             self.fail(f"n_support {n_support.tolist()} does not add up to {n_sv} support vectors.")
-        beta = self.array(arrays, "dual_coef", "f", (n_sv, Q))
+        beta = self.array(npz, "dual_coef", "f", (n_sv, Q))
         if n_sv and not np.all(np.any(beta != 0, axis=1)):
             self.fail("dual_coef has a zero row: a support vector has a non-zero row of β.")
-        intercept = self.array(arrays, "intercept", "f", (Q,))
+        intercept = self.array(npz, "intercept", "f", (Q,))
         if not model.fit_intercept and np.any(intercept != 0):
             self.fail("intercept is not zero but the model has no bias (fit_intercept=False).")
 
         if layout == "dense":
-            sv = self.array(arrays, "support_vectors", "f", (n_sv, d))
+            sv = self.array(npz, "support_vectors", "f", (n_sv, d))
         elif layout == "csr":
-            data = self.array(arrays, "sv_data", "f", (None,))
-            indices = self.array(arrays, "sv_indices", "i", (len(data),))
-            indptr = self.array(arrays, "sv_indptr", "i", (n_sv + 1,))
+            data = self.array(npz, "sv_data", "f", (None,), max_bytes=8 * n_sv * d)
+            indices = self.array(npz, "sv_indices", "i", (len(data),))
+            indptr = self.array(npz, "sv_indptr", "i", (n_sv + 1,))
             if (indptr[0] != 0 or indptr[-1] != len(data) or np.any(np.diff(indptr) < 0)
                     or (len(indices) and (indices.min() < 0 or indices.max() >= d))):
                 self.fail("the CSR support vectors are inconsistent (indptr not increasing from "

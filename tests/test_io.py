@@ -322,7 +322,7 @@ CORRUPT = [
     ("no_header", _edit_array("header", _DELETE), r"arrays \['header'\] are missing"),
     ("extra_array", lambda a, h: ({**a, "payload": np.zeros(3)}, h),
      r"unexpected arrays \['payload'\]"),
-    ("object_array", "object", r"corrupt.*Object arrays cannot be loaded"),
+    ("object_array", "object", "'classes' has dtype object, expected numbers or text"),
     ("nan_in_beta", _edit_array("dual_coef", _set((0, 1), np.nan)),
      "'dual_coef' contains NaN or infinite"),
     ("inf_in_intercept", _edit_array("intercept", _set(0, np.inf)),
@@ -355,7 +355,7 @@ CORRUPT = [
     ("header_nan_literal", lambda a, h: (a, json.dumps({**h, "gamma": float("nan")})
                                          .encode()), "not standard JSON"),
     ("header_float_array", _edit_array("header", lambda r: r.astype(np.float64)),
-     "not a 1-D uint8 array"),
+     "'header' has dtype float64, expected a 1-D uint8 array"),
     ("wrong_format", _edit_header(format="other-model"), "not a msvm model file"),
     ("future_version", _edit_header(format_version=FORMAT_VERSION + 1, msvm_version="9.0"),
      rf"format version {FORMAT_VERSION + 1} \(written by msvm '9.0'\); this msvm .* reads "
@@ -386,6 +386,8 @@ CORRUPT = [
     ("feature_names_length", _edit_header(feature_names_in=["a"]),
      "feature_names_in is not a list of 4 strings"),
     ("no_status", _edit_header(**{"solution.status": None}), "no status and solver"),
+    ("more_support_than_points", _edit_header(n_support=10**6),
+     r"n_support=1000000 cannot exceed the \d+ training points"),
 ]
 
 
@@ -401,6 +403,34 @@ def _zip_bytes(files: dict):
         for name, data in files.items():
             zf.writestr(name, data)
     return buffer.getvalue()
+
+
+def _npy_header(shape) -> bytes:
+    """The .npy header of a float64 array of ``shape``, without its data."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("member,contents,message", [
+    # 2.4e13 bytes declared: reading it would be a MemoryError or fill the memory.
+    ("dual_coef", _npy_header((10**12, 3)) + bytes(24),
+     r"'dual_coef' has shape \(1000000000000, 3\), expected \(\d+, 3\)"),
+    ("intercept", b"raw bytes, not a .npy array", "corrupt or not a msvm model file"),
+    ("header", _npy_header((1 << 25,)).replace(b"<f8", b"|u1") + bytes(8),
+     "larger than 16777216 bytes"),
+])
+def test_member_is_checked_before_its_data_is_read(saved, tmp_path, member, contents, message):
+    """A member's .npy header is checked against the model's header before its data is read."""
+    _, good = saved
+    with zipfile.ZipFile(good) as zf:
+        files = {name: zf.read(name) for name in zf.namelist()}
+    files[f"{member}.npy"] = contents
+    path = tmp_path / "bad.model"
+    path.write_bytes(_zip_bytes(files))
+    with pytest.raises(ModelFileError, match=message):
+        msvm.load(path)
 
 
 def test_corruption_table_is_large():
@@ -461,7 +491,7 @@ def test_loading_never_unpickles(saved, tmp_path, monkeypatch):
     arrays = _arrays(good)
     arrays["classes"] = np.array([0, 1, 2], dtype=object)
     _write(tmp_path / "obj.model", arrays, pickled=True)
-    with pytest.raises(ModelFileError, match="Object arrays"):
+    with pytest.raises(ModelFileError, match="'classes' has dtype object"):
         msvm.load(tmp_path / "obj.model")
 
 
