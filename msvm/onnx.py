@@ -12,8 +12,8 @@ and :meth:`~msvm.MultiClassSVC.predict` compute:
   classes ``scores`` is h_2 − h_1 of shape (n,), scikit-learn's binary
   convention, else (n, Q).
 * ``label`` = ``classes_[argmax scores]`` (``ArgMax`` keeps the first of
-  tied classes, as NumPy's): int64 for integer labels, double, bool or
-  string otherwise.
+  tied classes, as NumPy's): int64 for integer labels (uint64 for unsigned
+  labels beyond int64's range), double, bool or string otherwise.
 
 Input ``X`` is a dense (n, n_features) double tensor: sparse data are
 converted to dense before inference (``X.toarray()``), and sparse support
@@ -77,7 +77,9 @@ def _classes_tensor(classes: np.ndarray) -> np.ndarray:
     """``classes_`` in the element type of the ``label`` output."""
     kind = np.asarray(classes).dtype.kind
     if kind in "iu":
-        return np.asarray(classes, dtype=np.int64)
+        # Unsigned labels beyond int64's range would wrap to negative ones: keep them uint64.
+        wide = kind == "u" and np.max(classes) > np.iinfo(np.int64).max
+        return np.asarray(classes, dtype=np.uint64 if wide else np.int64)
     if kind == "f":
         return np.asarray(classes, dtype=np.float64)
     if kind == "b":
@@ -258,11 +260,12 @@ def _skl2onnx_types(model):
         DoubleTensorType,
         Int64TensorType,
         StringTensorType,
+        UInt64TensorType,
     )
 
     kind = _classes_tensor(model.classes_).dtype.kind
-    label = {"i": Int64TensorType, "f": DoubleTensorType, "b": BooleanTensorType}.get(
-        kind, StringTensorType)
+    label = {"i": Int64TensorType, "u": UInt64TensorType, "f": DoubleTensorType,
+             "b": BooleanTensorType}.get(kind, StringTensorType)
     Q = len(model.classes_)
     return label([None]), DoubleTensorType([None] if Q == 2 else [None, Q])
 

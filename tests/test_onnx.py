@@ -141,3 +141,16 @@ def test_model_metadata(blobs):
     assert [(i.name, i.type.tensor_type.elem_type) for i in onx.graph.input] == \
         [("X", onnx.TensorProto.DOUBLE)]
     assert onx.graph.input[0].type.tensor_type.shape.dim[1].dim_value == X.shape[1]
+
+
+def test_unsigned_labels_beyond_int64(blobs):
+    # uint64 labels ≥ 2⁶³ were cast to int64 in the graph: onnxruntime returned
+    # negative labels that are no class of the model.
+    X, y = blobs
+    labels = y.astype(np.uint64) + np.uint64(2**63)
+    model = _fit(X, labels)
+    onx = msvm.to_onnx(model)
+    assert onx.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.UINT64
+    _check(model, onx, X)
+    skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is not installed")
+    _check(model, skl2onnx.to_onnx(model, X[:1].astype(np.float64)), X)
