@@ -31,6 +31,8 @@ outputs ``label`` and ``scores`` as above (pass float64 sample data, or
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -195,7 +197,8 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     model : MultiClassSVC
         Fitted, with a named kernel other than ``'precomputed'``.
     target_opset : int, default=ONNX_OPSET
-        Opset of the graph (≥ :data:`MIN_OPSET`).
+        Opset of the graph, from :data:`MIN_OPSET` to the newest opset of
+        the installed onnx.
     name : str, default='msvm'
         Name of the graph.
 
@@ -213,8 +216,8 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     Raises
     ------
     ValueError
-        For a precomputed or callable kernel, or labels that are neither
-        numbers nor strings.
+        For a precomputed or callable kernel, labels that are neither
+        numbers nor strings, or a ``target_opset`` out of range.
     ImportError
         Without the ``onnx`` package (``pip install 'msvm[onnx]'``).
     """
@@ -222,8 +225,15 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     from onnx import TensorProto, helper, numpy_helper
 
     _check_exportable(model)
-    if not (isinstance(target_opset, int) and target_opset >= MIN_OPSET):
-        raise ValueError(f"target_opset must be an integer >= {MIN_OPSET}, got {target_opset!r}.")
+    # NumPy integers too; above the installed onnx's newest opset, onnx's own error
+    # ("Unsupported opset-version.") named neither the parameter nor the limit.
+    newest = onnx.defs.onnx_opset_version()
+    if not (isinstance(target_opset, Integral) and not isinstance(target_opset, bool)
+            and MIN_OPSET <= target_opset <= newest):
+        raise ValueError(f"target_opset must be an integer from {MIN_OPSET} to {newest} (the "
+                         f"newest opset of the installed onnx {onnx.__version__}), got "
+                         f"{target_opset!r}.")
+    target_opset = int(target_opset)
     counter: dict[str, int] = {}
 
     def unique(base: str) -> str:

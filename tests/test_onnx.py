@@ -128,7 +128,7 @@ def test_refusals(blobs):
         msvm.to_onnx(MultiClassSVC(kernel="precomputed").fit(X @ X.T, y))
     with pytest.raises(ValueError, match="callable kernel cannot be exported"):
         msvm.to_onnx(MultiClassSVC(kernel=lambda A, B: A @ B.T).fit(X, y))
-    with pytest.raises(ValueError, match="target_opset must be an integer >= 13"):
+    with pytest.raises(ValueError, match="target_opset must be an integer from 13 to"):
         msvm.to_onnx(MultiClassSVC().fit(X, y), target_opset=11)
     with pytest.raises(TypeError, match="exports a msvm.MultiClassSVC"):
         msvm.to_onnx(object())
@@ -154,3 +154,19 @@ def test_unsigned_labels_beyond_int64(blobs):
     _check(model, onx, X)
     skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is not installed")
     _check(model, skl2onnx.to_onnx(model, X[:1].astype(np.float64)), X)
+
+
+def test_target_opset_range(blobs):
+    # A NumPy integer was refused as "not an integer >= 13"; an opset newer than the
+    # installed onnx got onnx's bare "Unsupported opset-version.".
+    X, y = blobs
+    model = MultiClassSVC().fit(X, y)
+    onx = msvm.to_onnx(model, target_opset=np.int64(15))
+    assert [(o.domain, o.version) for o in onx.opset_import] == [("", 15)]
+    _check(model, onx, X)
+    newest = onnx.defs.onnx_opset_version()
+    assert msvm.to_onnx(model, target_opset=newest).opset_import[0].version == newest
+    for bad in (newest + 1, True, 17.0):
+        with pytest.raises(ValueError, match=f"target_opset must be an integer from 13 to "
+                                             f"{newest} .*, got {bad!r}"):
+            msvm.to_onnx(model, target_opset=bad)
