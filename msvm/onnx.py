@@ -8,9 +8,10 @@ and :meth:`~msvm.MultiClassSVC.predict` compute:
   operators: ``MatMul`` for the inner products (linear through ``coef_``,
   poly, sigmoid; RBF through ‖x‖² − 2⟨x, s⟩ + ‖s‖² clipped at 0, as
   scikit-learn computes it), and a ``Scan`` over the rows of X for the
-  Laplace kernel's L1 distances (so memory stays n_SV × d per row).  For two
-  classes ``scores`` is h_2 − h_1 of shape (n,), scikit-learn's binary
-  convention, else (n, Q).
+  Laplace kernel's L1 distances (so memory stays n_SV × d per row; X gets
+  one zero row more, whose kernel row is dropped, since onnxruntime's
+  ``Scan`` fails on zero rows).  For two classes ``scores`` is h_2 − h_1 of
+  shape (n,), scikit-learn's binary convention, else (n, Q).
 * ``label`` = ``classes_[argmax scores]`` (``ArgMax`` keeps the first of
   tied classes, as NumPy's): int64 for integer labels (uint64 for unsigned
   labels beyond int64's range), double, bool or string otherwise.
@@ -152,7 +153,14 @@ def _decision_graph(model, g: _Graph, x: str, label_out: str, scores_out: str) -
         sv = np.ascontiguousarray(sv.toarray() if sp.issparse(sv) else sv, dtype=np.float64)
         gamma = float(model.gamma_)
         if model.kernel == "laplace":
-            K = g.op("Scan", [x], num_scan_inputs=1, body=_laplace_body(sv, gamma))
+            # onnxruntime's Scan fails on a batch of 0 rows: scan one zero row more, then
+            # drop its kernel row.
+            padded = g.op("Concat", [x, g.const("zero_row", np.zeros((1, sv.shape[1])))],
+                          axis=0)
+            K = g.op("Scan", [padded], num_scan_inputs=1, body=_laplace_body(sv, gamma))
+            K = g.op("Slice", [K, g.const("first", np.array([0], dtype=np.int64)),
+                               g.const("last", np.array([-1], dtype=np.int64)),
+                               g.const("axis0", np.array([0], dtype=np.int64))])
         else:
             dot = g.op("MatMul", [x, g.const("sv_t", np.ascontiguousarray(sv.T))])
             if model.kernel == "rbf":

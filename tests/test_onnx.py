@@ -170,3 +170,17 @@ def test_target_opset_range(blobs):
         with pytest.raises(ValueError, match=f"target_opset must be an integer from 13 to "
                                              f"{newest} .*, got {bad!r}"):
             msvm.to_onnx(model, target_opset=bad)
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_empty_batch(blobs, kernel, n_classes):
+    # A batch of 0 rows gives empty outputs of the right shapes (the Laplace kernel's
+    # Scan made onnxruntime fail: "Invalid dim0_offset of 0. Dimension 0 is 0").
+    X, y = blobs
+    model = _fit(X, y % n_classes, kernel=kernel, **KERNELS[kernel])
+    onx = msvm.to_onnx(model)
+    label, scores = _run(onx, np.empty((0, X.shape[1])))
+    assert label.shape == (0,)
+    assert scores.shape == ((0,) if n_classes == 2 else (0, n_classes))
+    _check(model, onx, X[:1])
