@@ -20,6 +20,11 @@ Input ``X`` is a dense (n, n_features) double tensor: sparse data are
 converted to dense before inference (``X.toarray()``), and sparse support
 vectors are stored dense in the graph.  A precomputed kernel has no feature
 vectors to export, and a callable kernel is Python code: both are refused.
+The graph does not check its input as ``predict`` does: where ``predict``
+raises a ValueError (NaN or infinite features, scores that overflow), the
+graph returns NaN or infinite ``scores`` and a ``label`` that means nothing
+(the first class, with onnxruntime); check ``X`` (e.g.
+``np.isfinite(X).all()``) before inference.
 The operators used keep the same signatures from opset 13 on, so the graph
 is valid for every target opset ≥ 13 that skl2onnx asks for.
 

@@ -184,3 +184,15 @@ def test_empty_batch(blobs, kernel, n_classes):
     assert label.shape == (0,)
     assert scores.shape == ((0,) if n_classes == 2 else (0, n_classes))
     _check(model, onx, X[:1])
+
+
+def test_unchecked_input_is_documented(blobs):
+    # The docs say what the graph does with input predict refuses: NaN scores and the
+    # first class as label, no error.  If that changes, the docs must change with it.
+    X, y = blobs
+    model = MultiClassSVC().fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(np.full((1, X.shape[1]), np.nan))
+    label, scores = _run(msvm.to_onnx(model), np.full((1, X.shape[1]), np.nan))
+    assert np.all(np.isnan(scores)) and label[0] == model.classes_[0]
+    assert "does not check its input" in msvm.onnx.__doc__
