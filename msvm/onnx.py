@@ -33,6 +33,8 @@ hand) registers the converter, after which ``skl2onnx.to_onnx(pipeline, X)``
 converts a :class:`~sklearn.pipeline.Pipeline` ending in a MultiClassSVC, its
 outputs ``label`` and ``scores`` as above (pass float64 sample data, or
 ``initial_types`` with ``DoubleTensorType``, to keep every step in double).
+Several inputs (skl2onnx makes one per column of a DataFrame) are the
+columns of X, in order.
 """
 
 from __future__ import annotations
@@ -316,9 +318,17 @@ def _skl2onnx_convert(scope, operator, container):
         raise ValueError(f"msvm's ONNX graph needs target_opset >= {MIN_OPSET}, got "
                          f"{container.target_opset}.")
     g = _Graph(scope.get_unique_variable_name)
-    x = operator.inputs[0].full_name
-    if not isinstance(operator.inputs[0].type, DoubleTensorType):
-        x = g.op("Cast", [x], to=TensorProto.DOUBLE)
+    # One input per column when skl2onnx is given a DataFrame: the features are their
+    # concatenation (only the first was used, and onnxruntime refused the graph).
+    widths = [v.type.shape[1] if len(v.type.shape) == 2 else None for v in operator.inputs]
+    if all(isinstance(w, int) for w in widths) and sum(widths) != model.n_features_in_:
+        raise ValueError(f"The inputs of the MultiClassSVC have {sum(widths)} columns in all "
+                         f"({', '.join(v.onnx_name for v in operator.inputs)}), but it was "
+                         f"fitted on {model.n_features_in_} features.")
+    columns = [v.full_name if isinstance(v.type, DoubleTensorType)
+               else g.op("Cast", [v.full_name], to=TensorProto.DOUBLE)
+               for v in operator.inputs]
+    x = columns[0] if len(columns) == 1 else g.op("Concat", columns, axis=1)
     _decision_graph(model, g, x, operator.outputs[0].full_name, operator.outputs[1].full_name)
     for cname, value in g.constants:
         if value.dtype == object:

@@ -196,3 +196,23 @@ def test_unchecked_input_is_documented(blobs):
     label, scores = _run(msvm.to_onnx(model), np.full((1, X.shape[1]), np.nan))
     assert np.all(np.isnan(scores)) and label[0] == model.classes_[0]
     assert "does not check its input" in msvm.onnx.__doc__
+
+
+def test_skl2onnx_dataframe_inputs(blobs):
+    # skl2onnx makes one input per column of a DataFrame: the converter used only the
+    # first, and onnxruntime refused the graph (MatMul: incompatible dimensions).
+    skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is not installed")
+    pd = pytest.importorskip("pandas")
+    assert msvm.onnx.register_skl2onnx()
+    X, y = blobs
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    for kernel in ("linear", "rbf"):
+        model = _fit(df, y, kernel=kernel)
+        onx = skl2onnx.to_onnx(model, df[:1])
+        assert [i.name for i in onx.graph.input] == list(df.columns)
+        sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+        label, scores = sess.run(None, {c: df[[c]].to_numpy() for c in df.columns})
+        np.testing.assert_array_equal(label, model.predict(df))
+        np.testing.assert_allclose(scores, model.decision_function(df), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="have 5 columns in all .*fitted on 6 features"):
+        skl2onnx.to_onnx(model, X[:1, :5])
