@@ -8,17 +8,23 @@ and :meth:`~msvm.MultiClassSVC.predict` compute:
   operators: ``MatMul`` for the inner products (linear through ``coef_``,
   poly, sigmoid; RBF through ‖x‖² − 2⟨x, s⟩ + ‖s‖² clipped at 0, as
   scikit-learn computes it), and a ``Scan`` over the rows of X for the
-  Laplace kernel's L1 distances (so memory stays n_SV × d per row).  For two
-  classes ``scores`` is h_2 − h_1 of shape (n,), scikit-learn's binary
-  convention, else (n, Q).
+  Laplace kernel's L1 distances (so memory stays n_SV × d per row; X gets
+  one zero row more, whose kernel row is dropped, since onnxruntime's
+  ``Scan`` fails on zero rows).  For two classes ``scores`` is h_2 − h_1 of
+  shape (n,), scikit-learn's binary convention, else (n, Q).
 * ``label`` = ``classes_[argmax scores]`` (``ArgMax`` keeps the first of
-  tied classes, as NumPy's): int64 for integer labels, double, bool or
-  string otherwise.
+  tied classes, as NumPy's): int64 for integer labels (uint64 for unsigned
+  labels beyond int64's range), double, bool or string otherwise.
 
 Input ``X`` is a dense (n, n_features) double tensor: sparse data are
 converted to dense before inference (``X.toarray()``), and sparse support
 vectors are stored dense in the graph.  A precomputed kernel has no feature
 vectors to export, and a callable kernel is Python code: both are refused.
+The graph does not check its input as ``predict`` does: where ``predict``
+raises a ValueError (NaN or infinite features, scores that overflow), the
+graph returns NaN or infinite ``scores`` and a ``label`` that means nothing
+(the first class, with onnxruntime); check ``X`` (e.g.
+``np.isfinite(X).all()``) before inference.
 The operators used keep the same signatures from opset 13 on, so the graph
 is valid for every target opset ≥ 13 that skl2onnx asks for.
 
@@ -27,9 +33,13 @@ hand) registers the converter, after which ``skl2onnx.to_onnx(pipeline, X)``
 converts a :class:`~sklearn.pipeline.Pipeline` ending in a MultiClassSVC, its
 outputs ``label`` and ``scores`` as above (pass float64 sample data, or
 ``initial_types`` with ``DoubleTensorType``, to keep every step in double).
+Several inputs (skl2onnx makes one per column of a DataFrame) are the
+columns of X, in order.
 """
 
 from __future__ import annotations
+
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -77,7 +87,9 @@ def _classes_tensor(classes: np.ndarray) -> np.ndarray:
     """``classes_`` in the element type of the ``label`` output."""
     kind = np.asarray(classes).dtype.kind
     if kind in "iu":
-        return np.asarray(classes, dtype=np.int64)
+        # Unsigned labels beyond int64's range would wrap to negative ones: keep them uint64.
+        wide = kind == "u" and np.max(classes) > np.iinfo(np.int64).max
+        return np.asarray(classes, dtype=np.uint64 if wide else np.int64)
     if kind == "f":
         return np.asarray(classes, dtype=np.float64)
     if kind == "b":
@@ -148,7 +160,14 @@ def _decision_graph(model, g: _Graph, x: str, label_out: str, scores_out: str) -
         sv = np.ascontiguousarray(sv.toarray() if sp.issparse(sv) else sv, dtype=np.float64)
         gamma = float(model.gamma_)
         if model.kernel == "laplace":
-            K = g.op("Scan", [x], num_scan_inputs=1, body=_laplace_body(sv, gamma))
+            # onnxruntime's Scan fails on a batch of 0 rows: scan one zero row more, then
+            # drop its kernel row.
+            padded = g.op("Concat", [x, g.const("zero_row", np.zeros((1, sv.shape[1])))],
+                          axis=0)
+            K = g.op("Scan", [padded], num_scan_inputs=1, body=_laplace_body(sv, gamma))
+            K = g.op("Slice", [K, g.const("first", np.array([0], dtype=np.int64)),
+                               g.const("last", np.array([-1], dtype=np.int64)),
+                               g.const("axis0", np.array([0], dtype=np.int64))])
         else:
             dot = g.op("MatMul", [x, g.const("sv_t", np.ascontiguousarray(sv.T))])
             if model.kernel == "rbf":
@@ -193,7 +212,8 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     model : MultiClassSVC
         Fitted, with a named kernel other than ``'precomputed'``.
     target_opset : int, default=ONNX_OPSET
-        Opset of the graph (≥ :data:`MIN_OPSET`).
+        Opset of the graph, from :data:`MIN_OPSET` to the newest opset of
+        the installed onnx.
     name : str, default='msvm'
         Name of the graph.
 
@@ -211,8 +231,8 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     Raises
     ------
     ValueError
-        For a precomputed or callable kernel, or labels that are neither
-        numbers nor strings.
+        For a precomputed or callable kernel, labels that are neither
+        numbers nor strings, or a ``target_opset`` out of range.
     ImportError
         Without the ``onnx`` package (``pip install 'msvm[onnx]'``).
     """
@@ -220,8 +240,15 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     from onnx import TensorProto, helper, numpy_helper
 
     _check_exportable(model)
-    if not (isinstance(target_opset, int) and target_opset >= MIN_OPSET):
-        raise ValueError(f"target_opset must be an integer >= {MIN_OPSET}, got {target_opset!r}.")
+    # NumPy integers too; above the installed onnx's newest opset, onnx's own error
+    # ("Unsupported opset-version.") named neither the parameter nor the limit.
+    newest = onnx.defs.onnx_opset_version()
+    if not (isinstance(target_opset, Integral) and not isinstance(target_opset, bool)
+            and MIN_OPSET <= target_opset <= newest):
+        raise ValueError(f"target_opset must be an integer from {MIN_OPSET} to {newest} (the "
+                         f"newest opset of the installed onnx {onnx.__version__}), got "
+                         f"{target_opset!r}.")
+    target_opset = int(target_opset)
     counter: dict[str, int] = {}
 
     def unique(base: str) -> str:
@@ -258,11 +285,12 @@ def _skl2onnx_types(model):
         DoubleTensorType,
         Int64TensorType,
         StringTensorType,
+        UInt64TensorType,
     )
 
     kind = _classes_tensor(model.classes_).dtype.kind
-    label = {"i": Int64TensorType, "f": DoubleTensorType, "b": BooleanTensorType}.get(
-        kind, StringTensorType)
+    label = {"i": Int64TensorType, "u": UInt64TensorType, "f": DoubleTensorType,
+             "b": BooleanTensorType}.get(kind, StringTensorType)
     Q = len(model.classes_)
     return label([None]), DoubleTensorType([None] if Q == 2 else [None, Q])
 
@@ -290,9 +318,17 @@ def _skl2onnx_convert(scope, operator, container):
         raise ValueError(f"msvm's ONNX graph needs target_opset >= {MIN_OPSET}, got "
                          f"{container.target_opset}.")
     g = _Graph(scope.get_unique_variable_name)
-    x = operator.inputs[0].full_name
-    if not isinstance(operator.inputs[0].type, DoubleTensorType):
-        x = g.op("Cast", [x], to=TensorProto.DOUBLE)
+    # One input per column when skl2onnx is given a DataFrame: the features are their
+    # concatenation (only the first was used, and onnxruntime refused the graph).
+    widths = [v.type.shape[1] if len(v.type.shape) == 2 else None for v in operator.inputs]
+    if all(isinstance(w, int) for w in widths) and sum(widths) != model.n_features_in_:
+        raise ValueError(f"The inputs of the MultiClassSVC have {sum(widths)} columns in all "
+                         f"({', '.join(v.onnx_name for v in operator.inputs)}), but it was "
+                         f"fitted on {model.n_features_in_} features.")
+    columns = [v.full_name if isinstance(v.type, DoubleTensorType)
+               else g.op("Cast", [v.full_name], to=TensorProto.DOUBLE)
+               for v in operator.inputs]
+    x = columns[0] if len(columns) == 1 else g.op("Concat", columns, axis=1)
     _decision_graph(model, g, x, operator.outputs[0].full_name, operator.outputs[1].full_name)
     for cname, value in g.constants:
         if value.dtype == object:

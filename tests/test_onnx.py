@@ -128,7 +128,7 @@ def test_refusals(blobs):
         msvm.to_onnx(MultiClassSVC(kernel="precomputed").fit(X @ X.T, y))
     with pytest.raises(ValueError, match="callable kernel cannot be exported"):
         msvm.to_onnx(MultiClassSVC(kernel=lambda A, B: A @ B.T).fit(X, y))
-    with pytest.raises(ValueError, match="target_opset must be an integer >= 13"):
+    with pytest.raises(ValueError, match="target_opset must be an integer from 13 to"):
         msvm.to_onnx(MultiClassSVC().fit(X, y), target_opset=11)
     with pytest.raises(TypeError, match="exports a msvm.MultiClassSVC"):
         msvm.to_onnx(object())
@@ -141,3 +141,78 @@ def test_model_metadata(blobs):
     assert [(i.name, i.type.tensor_type.elem_type) for i in onx.graph.input] == \
         [("X", onnx.TensorProto.DOUBLE)]
     assert onx.graph.input[0].type.tensor_type.shape.dim[1].dim_value == X.shape[1]
+
+
+def test_unsigned_labels_beyond_int64(blobs):
+    # uint64 labels ≥ 2⁶³ were cast to int64 in the graph: onnxruntime returned
+    # negative labels that are no class of the model.
+    X, y = blobs
+    labels = y.astype(np.uint64) + np.uint64(2**63)
+    model = _fit(X, labels)
+    onx = msvm.to_onnx(model)
+    assert onx.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.UINT64
+    _check(model, onx, X)
+    skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is not installed")
+    _check(model, skl2onnx.to_onnx(model, X[:1].astype(np.float64)), X)
+
+
+def test_target_opset_range(blobs):
+    # A NumPy integer was refused as "not an integer >= 13"; an opset newer than the
+    # installed onnx got onnx's bare "Unsupported opset-version.".
+    X, y = blobs
+    model = MultiClassSVC().fit(X, y)
+    onx = msvm.to_onnx(model, target_opset=np.int64(15))
+    assert [(o.domain, o.version) for o in onx.opset_import] == [("", 15)]
+    _check(model, onx, X)
+    newest = onnx.defs.onnx_opset_version()
+    assert msvm.to_onnx(model, target_opset=newest).opset_import[0].version == newest
+    for bad in (newest + 1, True, 17.0):
+        with pytest.raises(ValueError, match=f"target_opset must be an integer from 13 to "
+                                             f"{newest} .*, got {bad!r}"):
+            msvm.to_onnx(model, target_opset=bad)
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_empty_batch(blobs, kernel, n_classes):
+    # A batch of 0 rows gives empty outputs of the right shapes (the Laplace kernel's
+    # Scan made onnxruntime fail: "Invalid dim0_offset of 0. Dimension 0 is 0").
+    X, y = blobs
+    model = _fit(X, y % n_classes, kernel=kernel, **KERNELS[kernel])
+    onx = msvm.to_onnx(model)
+    label, scores = _run(onx, np.empty((0, X.shape[1])))
+    assert label.shape == (0,)
+    assert scores.shape == ((0,) if n_classes == 2 else (0, n_classes))
+    _check(model, onx, X[:1])
+
+
+def test_unchecked_input_is_documented(blobs):
+    # The docs say what the graph does with input predict refuses: NaN scores and the
+    # first class as label, no error.  If that changes, the docs must change with it.
+    X, y = blobs
+    model = MultiClassSVC().fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(np.full((1, X.shape[1]), np.nan))
+    label, scores = _run(msvm.to_onnx(model), np.full((1, X.shape[1]), np.nan))
+    assert np.all(np.isnan(scores)) and label[0] == model.classes_[0]
+    assert "does not check its input" in msvm.onnx.__doc__
+
+
+def test_skl2onnx_dataframe_inputs(blobs):
+    # skl2onnx makes one input per column of a DataFrame: the converter used only the
+    # first, and onnxruntime refused the graph (MatMul: incompatible dimensions).
+    skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is not installed")
+    pd = pytest.importorskip("pandas")
+    assert msvm.onnx.register_skl2onnx()
+    X, y = blobs
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    for kernel in ("linear", "rbf"):
+        model = _fit(df, y, kernel=kernel)
+        onx = skl2onnx.to_onnx(model, df[:1])
+        assert [i.name for i in onx.graph.input] == list(df.columns)
+        sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+        label, scores = sess.run(None, {c: df[[c]].to_numpy() for c in df.columns})
+        np.testing.assert_array_equal(label, model.predict(df))
+        np.testing.assert_allclose(scores, model.decision_function(df), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="have 5 columns in all .*fitted on 6 features"):
+        skl2onnx.to_onnx(model, X[:1, :5])
