@@ -42,7 +42,8 @@ kept, for users who run fewer tasks than cores on purpose.
 Kernel rows.  Retraining without point p only needs the Gram matrix with row
 and column p removed, so :func:`loo_error` computes the Gram matrix once (up
 to :data:`GRAM_MAX_SAMPLES` points) and hands each reduced problem its
-sub-block as a precomputed kernel.
+sub-block as a precomputed kernel; with solver ``'linear'``, which works on
+the points' features (primal W), each reduced problem gets the points.
 """
 
 from __future__ import annotations
@@ -288,7 +289,9 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
     scores = F.copy()
     if len(support):
         kernel = problem.kernel
-        K = kernel.gram() if (kernel.is_precomputed or m <= GRAM_MAX_SAMPLES) else None
+        # Solver 'linear' keeps the primal W, so its reduced problems need the points.
+        use_gram = kernel.is_precomputed or (m <= GRAM_MAX_SAMPLES and solver_name != "linear")
+        K = kernel.gram() if use_gram else None
         # A few chunks per task slot balance the load (more when a bar shows progress);
         # each point's retraining is the same whatever chunk it falls in.
         n_tasks = effective_n_jobs(n_jobs)

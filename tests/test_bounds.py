@@ -168,6 +168,24 @@ def test_loo_matches_brute_force(model, bias, solver):
     assert 0 < loo.n_retrained <= len(X)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_loo_with_the_linear_solver_matches_brute_force(sparse):
+    """kernel='linear' resolves to solver 'linear' (primal W), which cannot take the Gram
+    sub-blocks loo_error retrains on: it raised "Solver 'linear' needs kernel='linear'
+    ... got kernel='precomputed'" after the full fit."""
+    import scipy.sparse as sparse_matrix
+
+    X, y = blobs(3, 3, 30, 2.5)
+    est = MultiClassSVC(model="cs", C=1.0, kernel="linear", tol=1e-8)
+    assert est.prepare_fit(X, y).solver == "linear"
+    loo = loo_error(est, sparse_matrix.csr_matrix(X) if sparse else X, y)
+    brute = np.array([
+        MultiClassSVC(**est.get_params()).fit(np.delete(X, p, 0), np.delete(y, p))
+        .predict(X[p : p + 1])[0] for p in range(len(X))])
+    np.testing.assert_array_equal(loo.predictions, brute)
+    assert loo.n_errors == int(np.sum(brute != y)) > 0 and loo.n_retrained > 0
+
+
 def test_removing_a_non_support_vector_keeps_the_solution_optimal():
     X, y = blobs(0, 3, 45, 0.6)  # well separated: many non-support vectors
     problem = make_problem("ww", X, y, C=10.0, gamma=0.5)
