@@ -34,10 +34,10 @@ the task; a task of :func:`loo_error` is a chunk of the support vectors.
 The results are collected in the order of the tasks, never of their
 completion, and each task computes what the sequential loop computes, so a
 parallel run returns exactly the sequential run's results.  Nested
-parallelism: when tasks run in parallel, each solves with one solver thread
-(the estimator's ``n_jobs=None`` means 1, and ``n_jobs < 0``, "every core",
-is reduced to 1 inside tasks); a positive ``n_jobs`` on the estimator is
-kept, for users who run fewer tasks than cores on purpose.
+parallelism: the estimator's ``n_jobs=None`` means one solver thread; when p
+tasks run in parallel, an ``n_jobs`` of more than cores / p threads (or
+``n_jobs < 0``, "every core") is reduced to cores / p (at least 1) inside
+the tasks, and a smaller positive ``n_jobs`` is kept.
 
 Kernel rows.  Retraining without point p only needs the Gram matrix with row
 and column p removed, so :func:`loo_error` computes the Gram matrix once (up
