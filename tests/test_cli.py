@@ -420,6 +420,9 @@ def test_predict_refuses_a_test_file_that_does_not_fit_the_model(libsvm_files, t
     (["select", "--log2g", "0,inf,1", "TRAIN"], "must be numbers in [-1023, 1023]"),
     (["select", "--log2c", "0,1,nan", "TRAIN"], "must be numbers in [-1023, 1023]"),
     (["select", "--log2c", "0,10,1e-9", "TRAIN"], "gives 10000000001 values, at most 10000"),
+    # No grid point converged: a RuntimeError traceback and exit status 1.
+    (["select", "--model", "msvm2", "--criterion", "candidates", "--max-iter", "2", "--log2c",
+      "0,0,1", "--log2g", "0,0,1", "TRAIN"], "No grid point converged"),
     (["train", "--nonsense", "TRAIN"], "unrecognized arguments: --nonsense"),
 ])
 def test_bad_train_predict_select_exit_2(libsvm_files, capsys, argv, message):
