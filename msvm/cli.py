@@ -773,10 +773,13 @@ def _select(args, prog: str) -> int:
         except RuntimeError as exc:   # no grid point converged: an option to change, not a crash
             raise ValueError(str(exc)) from exc
         column = "bound" if args.criterion == "bound" else "n_candidates"
-        for params, value in zip(search.cv_results_["params"], search.cv_results_[column],
-                                 strict=True):
+        results = search.cv_results_
+        for params, value, status in zip(results["params"], results[column], results["status"],
+                                         strict=True):
+            # The value of a point that did not converge bounds nothing; it is never selected.
             print(f"{params['C']:>12.6g} {params.get('gamma', float('nan')):>12.6g} "
-                  f"{value:>12.6g}")
+                  f"{value:>12.6g}" + ("" if status == "optimal" else
+                                       f"  (not converged: {status}; not a bound)"))
         best_index, best = search.best_index_, search.best_estimator_
         what = f"{'radius-margin bound' if column == 'bound' else 'LOO error candidates'} " \
                f"{search.best_score_:g}"
