@@ -348,7 +348,9 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
     problem : DualProblem
         An M-SVM² problem (machine ``'msvm2'``), with or without a bias.
     solution : DualSolution or ndarray of shape (m, P)
-        Its dual solution α (the bound assumes α optimal: Proposition 3).
+        Its dual solution α (the bound assumes α optimal: Proposition 3).  A
+        DualSolution whose status is not ``'optimal'`` is refused; an array
+        is taken as optimal.
     ball : EnclosingBall, optional
         The enclosing ball of the points for the kernel k + δ/(2C) (with a
         bias); computed when not given.  Without a bias it is not used.  Only
@@ -371,6 +373,10 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
         raise ValueError(
             "The radius-margin bound holds for the M-SVM2 (hard-margin LLW on k + "
             f"delta/(2C)); got machine {problem.machine.name!r}.")
+    if isinstance(solution, DualSolution) and solution.status != "optimal":
+        # 1ᵀα of a solve stopped early is too small: the bound would be too small too.
+        raise ValueError(f"The bound assumes an optimal solution; got status "
+                         f"{solution.status!r} (solver {solution.solver!r}).")
     alpha = solution.alpha if isinstance(solution, DualSolution) else np.asarray(solution)
     if alpha.shape != (problem.n_samples, problem.n_slots):
         raise ValueError(f"alpha has shape {alpha.shape}, expected "

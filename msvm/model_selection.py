@@ -382,7 +382,8 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None)
         if problem.fit_intercept:
             ball = enclosing_ball(problem.kernel, shift=problem.kernel_shift, tol=ball_tol,
                                   warm_start=ball, cache_size=est.cache_size)
-        bound = radius_margin_bound(problem, solution, ball=ball)
+        # α itself: a point that did not converge is recorded too (flagged, never selected).
+        bound = radius_margin_bound(problem, solution.alpha, ball=ball)
         bound_time = time.perf_counter() - tic
         previous = solution.alpha
         record = dict(

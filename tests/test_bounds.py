@@ -10,6 +10,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from msvm import MultiClassSVC
@@ -174,6 +175,20 @@ def test_a_ball_of_another_problem_still_gives_a_bound():
     assert again.radius2 == pytest.approx(own.ball.radius2, rel=1e-9)
     with pytest.raises(ValueError, match="ball must have 40 finite weights"):
         radius_margin_bound(problem, solution, ball=enclosing_ball(X[:10]))
+
+
+def test_a_solution_stopped_early_is_refused():
+    """A DualSolution with status 'max_iter' was bounded as if optimal: its small 1ᵀα gave
+    13.6 where the exact leave-one-out count is 14 (and the optimum's bound 169)."""
+    X, y = blobs(2, 3, 40, 3.0)
+    problem = make_problem("msvm2", X, y, C=1.0)
+    with pytest.warns(ConvergenceWarning):
+        early = get_solver("s2do").solve(problem, max_iter=3)
+    assert early.status == "max_iter"
+    loo = loo_error(MultiClassSVC(model="msvm2", C=1.0, gamma=0.5, tol=1e-8), X, y)
+    assert radius_margin_bound(problem, early.alpha).bound < loo.n_errors   # what it gave
+    with pytest.raises(ValueError, match="assumes an optimal solution; got status 'max_iter'"):
+        radius_margin_bound(problem, early)
 
 
 @pytest.mark.parametrize(("model", "bias", "solver"),
