@@ -293,7 +293,9 @@ class RadiusMarginBound:
         error: every LOO error is among them, so ``n_candidates`` is a sharper
         upper bound on the LOO error count.
     radius2 : float
-        R² (certified smallest-ball value, with a bias) or R₀² = max_i κ_ii.
+        With a bias, R² = max_i ‖Φ(x_i) − c‖² for the centre c of ``ball``,
+        measured on the problem (≥ the smallest ball's, within ``ball.gap``
+        of it for the problem's own ball); without, R₀² = max_i κ_ii.
     sum_alpha : float
         1ᵀα = (Q−1) Σ_k ‖w_k‖² at the optimum (Proposition 3).
     n_classes, n_samples : int
@@ -326,6 +328,17 @@ class RadiusMarginBound:
         return self.bound / self.n_samples
 
 
+def _ball_radius2(kernel: Kernel, shift: np.ndarray, coef: np.ndarray) -> float:
+    """max_i ‖Φ(x_i) − c‖², c = Σ_i coef_i Φ(x_i), in the feature space of k + diag(shift).
+
+    For any weights this is the squared radius of a ball (centred at c) that holds
+    every point: what the bound needs, whatever problem the weights came from.
+    """
+    Kc = kernel.matmul(coef[:, None])[:, 0] + shift * coef      # (κ coef)_i
+    d = kernel.diagonal() + shift - 2.0 * Kc + float(coef @ Kc)
+    return float(max(d.max(), 0.0))
+
+
 def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall | None = None,
                         ball_tol: float = 1e-10, cache_size: float = 200.0) -> RadiusMarginBound:
     """Radius–margin bound on the LOO error count of a trained M-SVM².
@@ -335,10 +348,15 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
     problem : DualProblem
         An M-SVM² problem (machine ``'msvm2'``), with or without a bias.
     solution : DualSolution or ndarray of shape (m, P)
-        Its dual solution α (the bound assumes α optimal: Proposition 3).
+        Its dual solution α (the bound assumes α optimal: Proposition 3).  A
+        DualSolution whose status is not ``'optimal'`` is refused; an array
+        is taken as optimal.
     ball : EnclosingBall, optional
         The enclosing ball of the points for the kernel k + δ/(2C) (with a
-        bias); computed when not given.  Without a bias it is not used.
+        bias); computed when not given.  Without a bias it is not used.  Only
+        its centre (``coef``) is used: the radius is measured again on
+        ``problem``, so a ball of the same points at another C (or any
+        weights on them) gives a valid, if looser, bound.
     ball_tol : float, default=1e-10
         Relative duality gap of the ball when it is computed here.
     cache_size : float, default=200
@@ -355,6 +373,10 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
         raise ValueError(
             "The radius-margin bound holds for the M-SVM2 (hard-margin LLW on k + "
             f"delta/(2C)); got machine {problem.machine.name!r}.")
+    if isinstance(solution, DualSolution) and solution.status != "optimal":
+        # 1ᵀα of a solve stopped early is too small: the bound would be too small too.
+        raise ValueError(f"The bound assumes an optimal solution; got status "
+                         f"{solution.status!r} (solver {solution.solver!r}).")
     alpha = solution.alpha if isinstance(solution, DualSolution) else np.asarray(solution)
     if alpha.shape != (problem.n_samples, problem.n_slots):
         raise ValueError(f"alpha has shape {alpha.shape}, expected "
@@ -368,9 +390,12 @@ def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall |
         if ball is None:
             ball = enclosing_ball(problem.kernel, shift=problem.kernel_shift, tol=ball_tol,
                                   cache_size=cache_size)
-        elif ball.coef.shape != (m,):
-            raise ValueError(f"ball has {ball.coef.shape[0]} points, the problem {m}.")
-        radius2 = ball.radius2
+        elif ball.coef.shape != (m,) or not np.all(np.isfinite(ball.coef)):
+            raise ValueError(f"ball must have {m} finite weights (the problem's points), got "
+                             f"shape {ball.coef.shape}.")
+        # The ball's own radius2 holds for the kernel and shift it was computed with; a ball
+        # of another C gave a bound far below the LOO error count.
+        radius2 = _ball_radius2(problem.kernel, problem.kernel_shift, ball.coef)
         bound = Q * (Q - 1) * radius2 * sum_alpha
         candidates = Q * (Q - 1) * radius2 * alpha.max(axis=1) >= 1.0
     else:

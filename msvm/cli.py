@@ -19,8 +19,9 @@ shrink by their own rule).  ``select`` picks
 the radius–margin criteria of :class:`msvm.RadiusMarginSearch` and writes the
 best model; ``validate`` runs the validation suite (``python -m validation``).
 
-Exit status: 0 on success, 2 for a bad option or an unreadable data or model
-file (one ``msvm ...: error: ...`` line on stderr, no traceback), 130 after
+Exit status: 0 on success, 2 for a bad option, an unreadable data or model
+file, or a ``select`` grid of which no point converged (one ``msvm ...:
+error: ...`` line on stderr, no traceback), 130 after
 Ctrl-C, 141 when the reader of stdout goes away; ``validate`` returns the
 suite's status.
 """
@@ -766,13 +767,19 @@ def _select(args, prog: str) -> int:
         best = _fit_quietly(clone(base).set_params(**points[best_index]), X, y, prog)
         what = f"{args.cv}-fold CV accuracy {scores[best_index]:.6f}"
     else:
-        search = RadiusMarginSearch(base, grid, criterion=args.criterion,
-                                    verbose=int(args.verbose)).fit(X, y)
+        try:
+            search = RadiusMarginSearch(base, grid, criterion=args.criterion,
+                                        verbose=int(args.verbose)).fit(X, y)
+        except RuntimeError as exc:   # no grid point converged: an option to change, not a crash
+            raise ValueError(str(exc)) from exc
         column = "bound" if args.criterion == "bound" else "n_candidates"
-        for params, value in zip(search.cv_results_["params"], search.cv_results_[column],
-                                 strict=True):
+        results = search.cv_results_
+        for params, value, status in zip(results["params"], results[column], results["status"],
+                                         strict=True):
+            # The value of a point that did not converge bounds nothing; it is never selected.
             print(f"{params['C']:>12.6g} {params.get('gamma', float('nan')):>12.6g} "
-                  f"{value:>12.6g}")
+                  f"{value:>12.6g}" + ("" if status == "optimal" else
+                                       f"  (not converged: {status}; not a bound)"))
         best_index, best = search.best_index_, search.best_estimator_
         what = f"{'radius-margin bound' if column == 'bound' else 'LOO error candidates'} " \
                f"{search.best_score_:g}"

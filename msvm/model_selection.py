@@ -34,15 +34,16 @@ the task; a task of :func:`loo_error` is a chunk of the support vectors.
 The results are collected in the order of the tasks, never of their
 completion, and each task computes what the sequential loop computes, so a
 parallel run returns exactly the sequential run's results.  Nested
-parallelism: when tasks run in parallel, each solves with one solver thread
-(the estimator's ``n_jobs=None`` means 1, and ``n_jobs < 0``, "every core",
-is reduced to 1 inside tasks); a positive ``n_jobs`` on the estimator is
-kept, for users who run fewer tasks than cores on purpose.
+parallelism: the estimator's ``n_jobs=None`` means one solver thread; when p
+tasks run in parallel, an ``n_jobs`` of more than cores / p threads (or
+``n_jobs < 0``, "every core") is reduced to cores / p (at least 1) inside
+the tasks, and a smaller positive ``n_jobs`` is kept.
 
 Kernel rows.  Retraining without point p only needs the Gram matrix with row
 and column p removed, so :func:`loo_error` computes the Gram matrix once (up
 to :data:`GRAM_MAX_SAMPLES` points) and hands each reduced problem its
-sub-block as a precomputed kernel.
+sub-block as a precomputed kernel; with solver ``'linear'``, which works on
+the points' features (primal W), each reduced problem gets the points.
 """
 
 from __future__ import annotations
@@ -141,6 +142,25 @@ def _solve(estimator: MultiClassSVC, setup: FitSetup, warm_start=None,
     return module.solve(problem, **options)
 
 
+#: What to change when solves end with these statuses instead of ``'optimal'``.
+_REMEDIES = {"max_iter": "raise max_iter",
+             "stalled": "loosen tol (the dual stopped improving before reaching it)",
+             "epoch_limit": "set epochs=None (one online pass does not solve to tol)"}
+
+
+def _remedy(statuses) -> str:
+    """The statuses of solves that did not reach ``'optimal'``, with what to change for each.
+
+    A RuntimeError that only said "raise max_iter" sent users whose solves had
+    stalled at a tol below the solver's reach, or run one online epoch, to a
+    change that cannot help.
+    """
+    names, counts = np.unique(np.asarray(statuses, dtype=str), return_counts=True)
+    seen = ", ".join(f"'{name}' ({count})" for name, count in zip(names, counts, strict=True))
+    fixes = [_REMEDIES[name] for name in names if name in _REMEDIES]
+    return f"status {seen}; {', '.join([*fixes, 'or use another solver'])}"
+
+
 def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
     if get_solver(solver_name).STOPPING_RULE is None:
         return _REFERENCE_KKT_TOL
@@ -171,7 +191,7 @@ def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
 
 
 def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
-    """LOO scores h(x_p) of the machine retrained without p, and whether each converged.
+    """LOO scores h(x_p) of the machine retrained without p, and each solve's status.
 
     ``spec`` holds the small parts of the full problem (see :func:`loo_error`); the
     arrays come apart, the Gram matrix ``K`` or, when it is None, the points ``X``,
@@ -181,7 +201,7 @@ def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
     full = None if K is not None else Kernel(X, kernel_name, **kernel_params)
     m = len(y)
     out = np.empty((len(points), machine.n_classes))
-    converged = np.empty(len(points), dtype=bool)
+    statuses = np.empty(len(points), dtype=object)
     for k, p in enumerate(points):
         keep = np.flatnonzero(np.arange(m) != p)
         if K is not None:
@@ -195,8 +215,8 @@ def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
         reduced = FitSetup(data, classes, problem, solver, gamma)
         solution = _solve(estimator, reduced, warm_start=alpha[keep])
         out[k] = row @ problem.beta(solution.alpha) + solution.b
-        converged[k] = solution.status == "optimal"
-    return out, converged
+        statuses[k] = solution.status
+    return out, statuses
 
 
 def _positive_weights(setup: FitSetup, what: str) -> None:
@@ -281,14 +301,16 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
     if solution.status != "optimal" or reduced > tolerance:
         raise RuntimeError(
             f"Removing a non-support vector leaves a KKT violation of {reduced:.3e} > "
-            f"{tolerance:.3e}: the full solution is not optimal (solver {solver_name!r}, status "
-            f"{solution.status!r}); tighten tol or raise max_iter.")
+            f"{tolerance:.3e}: the full solution is not optimal (solver {solver_name!r}, "
+            f"{_remedy([solution.status])}).")
 
     F = problem.kernel.matmul(beta) + b  # h(x_i); β_p = 0 so no M-SVM² shift term
     scores = F.copy()
     if len(support):
         kernel = problem.kernel
-        K = kernel.gram() if (kernel.is_precomputed or m <= GRAM_MAX_SAMPLES) else None
+        # Solver 'linear' keeps the primal W, so its reduced problems need the points.
+        use_gram = kernel.is_precomputed or (m <= GRAM_MAX_SAMPLES and solver_name != "linear")
+        K = kernel.gram() if use_gram else None
         # A few chunks per task slot balance the load (more when a bar shows progress);
         # each point's retraining is the same whatever chunk it falls in.
         n_tasks = effective_n_jobs(n_jobs)
@@ -314,12 +336,13 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
             bar.update(len(part[0]))
         bar.close()
         scores[support] = np.concatenate([part[0] for part in parts])
-        failed = int(np.count_nonzero(~np.concatenate([part[1] for part in parts])))
-        if failed:
+        statuses = np.concatenate([part[1] for part in parts])
+        failed = statuses != "optimal"
+        if failed.any():
             raise RuntimeError(
-                f"{failed} of the {len(support)} retrained machines did not converge (solver "
-                f"{solver_name!r}); their LOO predictions would not be those of optimal "
-                "machines. Raise max_iter or use another solver.")
+                f"{int(failed.sum())} of the {len(support)} retrained machines did not converge "
+                f"(solver {solver_name!r}): their LOO predictions would not be those of optimal "
+                f"machines ({_remedy(statuses[failed])}).")
     pred = np.argmax(scores, axis=1)
     errors = pred != problem.y
     return LeaveOneOut(n_errors=int(errors.sum()), errors=errors, predictions=setup.classes[pred],
@@ -359,7 +382,8 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None)
         if problem.fit_intercept:
             ball = enclosing_ball(problem.kernel, shift=problem.kernel_shift, tol=ball_tol,
                                   warm_start=ball, cache_size=est.cache_size)
-        bound = radius_margin_bound(problem, solution, ball=ball)
+        # α itself: a point that did not converge is recorded too (flagged, never selected).
+        bound = radius_margin_bound(problem, solution.alpha, ball=ball)
         bound_time = time.perf_counter() - tic
         previous = solution.alpha
         record = dict(
@@ -541,8 +565,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                                 < _rank_key(records[best[0]], self.criterion)):
                 best = (index, path_best[1])
         if best is None:
-            raise RuntimeError("No grid point converged; the bounds assume optimal solutions. "
-                               "Raise max_iter or use another solver.")
+            raise RuntimeError("No grid point converged; the bounds assume optimal solutions ("
+                               f"{_remedy([r['status'] for r in records])}).")
         self._store(X, y, estimator, grid, records, best, sample_weight)
         return self
 

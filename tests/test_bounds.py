@@ -10,6 +10,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from msvm import MultiClassSVC
@@ -152,6 +153,44 @@ def test_bound_is_above_exact_loo(Q, bias, solver, m, C):
     assert np.all(bound.candidates[loo.errors])  # every LOO error meets the lemma's condition
 
 
+def test_a_ball_of_another_problem_still_gives_a_bound():
+    """radius_margin_bound used the given ball's radius2 as is: the ball of the same points
+    at C=100 (enclosing_ball's documented warm start) made the bound at C=0.05 60.8 with 0
+    candidates, against 22 exact LOO errors."""
+    X, y = blobs(2, 3, 40, 3.0)
+    problem = make_problem("msvm2", X, y, C=0.05, bias=True)
+    solution = get_solver("cvxpy").solve(problem)
+    own = radius_margin_bound(problem, solution)
+    loo = loo_error(MultiClassSVC(model="msvm2", C=0.05, gamma=0.5, fit_intercept=True,
+                                  solver="cvxpy"), X, y)
+    assert loo.n_errors > 0
+    for ball in (enclosing_ball(problem.kernel, shift=1 / 200.0),            # C = 100
+                 enclosing_ball(np.random.default_rng(0).normal(size=(40, 2)))):  # other points
+        bound = radius_margin_bound(problem, solution, ball=ball)
+        assert bound.radius2 >= own.radius2 * (1 - 1e-9)
+        assert bound.bound >= bound.n_candidates >= loo.n_errors
+        assert np.all(bound.candidates[loo.errors])
+    # The problem's own ball gives the value computed without one.
+    again = radius_margin_bound(problem, solution, ball=own.ball)
+    assert again.radius2 == pytest.approx(own.ball.radius2, rel=1e-9)
+    with pytest.raises(ValueError, match="ball must have 40 finite weights"):
+        radius_margin_bound(problem, solution, ball=enclosing_ball(X[:10]))
+
+
+def test_a_solution_stopped_early_is_refused():
+    """A DualSolution with status 'max_iter' was bounded as if optimal: its small 1ᵀα gave
+    13.6 where the exact leave-one-out count is 14 (and the optimum's bound 169)."""
+    X, y = blobs(2, 3, 40, 3.0)
+    problem = make_problem("msvm2", X, y, C=1.0)
+    with pytest.warns(ConvergenceWarning):
+        early = get_solver("s2do").solve(problem, max_iter=3)
+    assert early.status == "max_iter"
+    loo = loo_error(MultiClassSVC(model="msvm2", C=1.0, gamma=0.5, tol=1e-8), X, y)
+    assert radius_margin_bound(problem, early.alpha).bound < loo.n_errors   # what it gave
+    with pytest.raises(ValueError, match="assumes an optimal solution; got status 'max_iter'"):
+        radius_margin_bound(problem, early)
+
+
 @pytest.mark.parametrize(("model", "bias", "solver"),
                          [("ww", False, "s2do"), ("cs", False, "s2do"), ("llw", False, "s2do"),
                           ("msvm2", False, "s2do"), ("llw", True, "cvxpy")])
@@ -166,6 +205,24 @@ def test_loo_matches_brute_force(model, bias, solver):
     np.testing.assert_array_equal(loo.predictions, brute)
     assert loo.n_errors == int(np.sum(brute != y))
     assert 0 < loo.n_retrained <= len(X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_loo_with_the_linear_solver_matches_brute_force(sparse):
+    """kernel='linear' resolves to solver 'linear' (primal W), which cannot take the Gram
+    sub-blocks loo_error retrains on: it raised "Solver 'linear' needs kernel='linear'
+    ... got kernel='precomputed'" after the full fit."""
+    import scipy.sparse as sparse_matrix
+
+    X, y = blobs(3, 3, 30, 2.5)
+    est = MultiClassSVC(model="cs", C=1.0, kernel="linear", tol=1e-8)
+    assert est.prepare_fit(X, y).solver == "linear"
+    loo = loo_error(est, sparse_matrix.csr_matrix(X) if sparse else X, y)
+    brute = np.array([
+        MultiClassSVC(**est.get_params()).fit(np.delete(X, p, 0), np.delete(y, p))
+        .predict(X[p : p + 1])[0] for p in range(len(X))])
+    np.testing.assert_array_equal(loo.predictions, brute)
+    assert loo.n_errors == int(np.sum(brute != y)) > 0 and loo.n_retrained > 0
 
 
 def test_removing_a_non_support_vector_keeps_the_solution_optimal():

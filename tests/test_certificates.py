@@ -102,6 +102,33 @@ def test_loo_refuses_an_unconverged_solution(wine):
             loo_error(MultiClassSVC(model="ww", max_iter=2), X, y)
 
 
+def test_unconverged_solves_name_their_status_and_remedy(wine, monkeypatch):
+    """The errors said "tighten tol or raise max_iter" (loo_error) and "Raise max_iter"
+    (retrained machines, RadiusMarginSearch) whatever the status: after one online epoch
+    or a stalled dual neither helps."""
+    from msvm import model_selection
+
+    X, y = wine
+    with pytest.raises(RuntimeError, match=r"not optimal .*'epoch_limit' \(1\); set epochs=None"):
+        loo_error(MultiClassSVC(model="ww", solver="online", random_state=0), X, y)
+    with pytest.raises(RuntimeError,
+                       match=r"No grid point converged.*'epoch_limit' \(2\); set epochs=None"):
+        RadiusMarginSearch(MultiClassSVC(model="msvm2", solver="online", random_state=0),
+                           {"C": [0.1, 1.0]}).fit(X, y)
+    solve = model_selection._solve
+
+    def stall_retrained(estimator, setup, warm_start=None, tol=None):
+        solution = solve(estimator, setup, warm_start, tol)
+        if setup.problem.n_samples < len(y):   # a machine trained without one point
+            solution.status = "stalled"
+        return solution
+
+    monkeypatch.setattr(model_selection, "_solve", stall_retrained)
+    with pytest.raises(RuntimeError, match=r"retrained machines did not converge .*"
+                                           r"'stalled' \(\d+\); loosen tol"):
+        loo_error(MultiClassSVC(model="ww", tol=1e-4), X, y)
+
+
 # ------------------------------------------------- warm starts with a bias
 @pytest.mark.parametrize("model", sorted(MACHINES))
 def test_decreasing_C_path_with_bias(wine, model):

@@ -420,6 +420,9 @@ def test_predict_refuses_a_test_file_that_does_not_fit_the_model(libsvm_files, t
     (["select", "--log2g", "0,inf,1", "TRAIN"], "must be numbers in [-1023, 1023]"),
     (["select", "--log2c", "0,1,nan", "TRAIN"], "must be numbers in [-1023, 1023]"),
     (["select", "--log2c", "0,10,1e-9", "TRAIN"], "gives 10000000001 values, at most 10000"),
+    # No grid point converged: a RuntimeError traceback and exit status 1.
+    (["select", "--model", "msvm2", "--criterion", "candidates", "--max-iter", "2", "--log2c",
+      "0,0,1", "--log2g", "0,0,1", "TRAIN"], "No grid point converged"),
     (["train", "--nonsense", "TRAIN"], "unrecognized arguments: --nonsense"),
 ])
 def test_bad_train_predict_select_exit_2(libsvm_files, capsys, argv, message):
@@ -451,6 +454,28 @@ def test_select_by_cv_and_by_the_radius_margin_count(libsvm_files, tmp_path, cap
     model = msvm.load(tmp_path / "rm.model")
     assert {"C": model.C, "gamma": model.gamma} == search.best_params_
     np.testing.assert_array_equal(model.predict(X), search.predict(X))
+
+
+def test_select_marks_a_point_that_did_not_converge(libsvm_files, tmp_path, capsys,
+                                                    monkeypatch):
+    """A grid point that did not converge printed its count like any other: a smaller
+    number than the selected point's, with no word on why it was not selected."""
+    from msvm import model_selection
+
+    solve = model_selection._solve
+
+    def cap_large_C(estimator, setup, warm_start=None, tol=None):
+        solution = solve(estimator, setup, warm_start, tol)
+        if setup.problem.C > 1:
+            solution.status = "max_iter"
+        return solution
+
+    monkeypatch.setattr(model_selection, "_solve", cap_large_C)
+    assert main(["select", "--model", "msvm2", "--criterion", "candidates", "--log2c=-1,1,2",
+                 "--log2g=-1,-1,1", libsvm_files["train"], str(tmp_path / "m.model")]) == 0
+    rows = re.findall(r"^ +([0-9.]+) +[0-9.]+ +[0-9.]+(.*)$", capsys.readouterr().out,
+                      flags=re.M)
+    assert rows == [("0.5", ""), ("2", "  (not converged: max_iter; not a bound)")]
 
 
 def test_validate_passes_options_to_the_suite(capfd):
