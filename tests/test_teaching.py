@@ -188,6 +188,16 @@ def test_soft_margin_svm_equals_sklearn_svc():
         assert abs(cert["relative_gap"]) < 1e-9 and cert["kkt_violation"] < 1e-8
 
 
+def test_soft_margin_svm_refuses_an_indefinite_kernel():
+    # Its docstring said the negative eigenvalues of a tanh Gram matrix were clipped to
+    # zero; the reference solver refuses an indefinite kernel instead (Lesson 8 shows it).
+    X, y = overlapping_set(40, random_state=3)
+    K = kernel_matrix(X, X, "tanh", gamma=0.5, r=-1.0)
+    assert np.linalg.eigvalsh(K)[0] < -1.0
+    with pytest.raises(ValueError, match="positive semidefinite kernel"):
+        soft_margin_svm(X, y, 10.0, "tanh", gamma=0.5, r=-1.0)
+
+
 def test_kkt_kinds_have_the_lectures_margins():
     X, y = overlapping_set(60, spread=1.3, random_state=9)
     svm = soft_margin_svm(X, y, 0.7)

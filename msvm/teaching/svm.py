@@ -520,11 +520,13 @@ def soft_margin_svm(X, y, C: float = 1.0, kernel: str | Callable = "linear",
     BinarySVM
         b from the free support vectors (:func:`bias_from_free_svs`).
 
-    Notes
-    -----
-    The reference solver is convex: for a kernel that is not positive
-    semi-definite (the tanh kernel) it solves the dual with the negative
-    eigenvalues of the Gram matrix clipped to zero.
+    Raises
+    ------
+    ValueError
+        If C is not positive, the data are bad (:func:`binary_data`), or the
+        Gram matrix is not positive semi-definite (the tanh kernel, in
+        general): the reference solver solves convex QPs only and refuses
+        an indefinite kernel rather than answer another problem.
     """
     if not C > 0:
         raise ValueError(f"C must be positive, got {C!r}.")
