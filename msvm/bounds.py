@@ -130,8 +130,9 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
-from msvm.kernels import Kernel, resolve_gamma
+from msvm.kernels import Kernel, as_points, resolve_gamma
 from msvm.problem import DualProblem, DualSolution
 
 __all__ = ["EnclosingBall", "RadiusMarginBound", "enclosing_ball", "radius_margin_bound"]
@@ -197,11 +198,12 @@ def _as_kernel(X, kernel, gamma, degree, coef0) -> Kernel:
         return X
     if not (isinstance(kernel, str) or callable(kernel)):
         raise TypeError(f"kernel must be a kernel name or a callable, got {kernel!r}.")
-    X = np.asarray(X, dtype=np.float64) if not hasattr(X, "tocsr") else X.tocsr()
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}.")
+    shape = np.shape(X)
+    if len(shape) != 2 or shape[0] == 0:
+        raise ValueError(f"X must be a non-empty 2-D array, got shape {shape}.")
+    X = as_points(X, dense=kernel == "precomputed")
     # NaN kernel values would give radius 0 and status 'optimal' without a word.
-    if not np.all(np.isfinite(X.data if hasattr(X, "tocsr") else X)):
+    if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
         raise ValueError("X contains NaN or infinite values.")
     g = 0.0 if kernel in ("linear", "precomputed") or callable(kernel) else resolve_gamma(gamma, X)
     return Kernel(X, kernel, gamma=g, degree=degree, coef0=coef0)

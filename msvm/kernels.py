@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import assert_all_finite
+from sklearn.utils.validation import check_array
 
 __all__ = ["KERNELS", "Kernel", "IndefiniteKernelWarning", "check_gram", "check_kernel_range",
            "resolve_gamma"]
@@ -139,6 +140,21 @@ def canonical_csr(X) -> sp.csr_matrix:
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()   # (also sorts the indices)
+    return X
+
+
+def as_points(X, *, dense: bool = False):
+    """X as a :class:`Kernel` holds it: a float64 ndarray or a canonical CSR matrix.
+
+    Any array-like or sparse format is accepted (scikit-learn's
+    :func:`~sklearn.utils.check_array`; complex values are refused, not
+    truncated); ``dense`` (a precomputed Gram matrix) gives an ndarray.  A
+    float64 ndarray or canonical CSR matrix is not copied.
+    """
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False,
+                    ensure_min_samples=0, ensure_min_features=0)
+    if sp.issparse(X):
+        return X.toarray() if dense else canonical_csr(X)
     return X
 
 
@@ -285,6 +301,11 @@ class Kernel:
         if len(shape) != 2 or (self.is_precomputed and shape[0] != shape[1]):
             raise ValueError(f"A Kernel needs a 2-D array of points, or a square (m, m) Gram "
                              f"matrix when precomputed; got shape {shape}.")
+        # One representation for every solver and check: a list or a DataFrame failed
+        # in the solvers that index rows, a COO matrix could not be indexed at all, a
+        # sparse Gram matrix became an object array, and float32 points gave float32
+        # Gram blocks beside the compiled cache's float64 rows.
+        self.X = as_points(self.X, dense=self.is_precomputed)
         try:   # (scikit-learn's check sums first: no temporary of X's size)
             assert_all_finite(self.X.data if sp.issparse(self.X) else self.X)
         except ValueError:

@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
 
 import msvm.solvers
-from msvm import MultiClassSVC
+from msvm import MultiClassSVC, enclosing_ball
 from msvm.datasets import DatasetNotFoundError, load_libsvm, shared_dataset
 from msvm.kernels import IndefiniteKernelWarning
 
@@ -150,6 +150,10 @@ CASES = [
         *d), ValueError, "Solver 'linear' needs kernel='linear' .*; got a callable kernel"),
     ("callable_nan", lambda d, t: E(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(
         *d), ValueError, "kernel callable returned NaN"),
+    # (enclosing_ball cast complex points to float64, dropping the imaginary part with a
+    # ComplexWarning only)
+    ("ball_complex_points", lambda d, t: enclosing_ball(d[0] + 1j), ValueError,
+     "Complex data not supported"),
     # -- hyper-parameters (scikit-learn's InvalidParameterError is a ValueError)
     ("C_zero", lambda d, t: E(C=0).fit(*d), ValueError, "'C' parameter .* range \\(0.0, inf\\)"),
     ("C_negative", lambda d, t: E(C=-1.0).fit(*d), ValueError, "'C' parameter .* Got -1.0"),

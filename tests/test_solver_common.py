@@ -12,9 +12,13 @@ import inspect
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
+from msvm.diagnostics import diagnose
+from msvm.kernels import Kernel
 from msvm.machines import MACHINES, make_machine
 from msvm.solvers import SOLVERS, StallWatch, get_solver
 from msvm.solvers._common import (
@@ -193,3 +197,36 @@ def test_blas_limits_overlapping_in_threads_restore_the_counts_from_before():
         t.join()
     assert seen == {"both inside": limited, "after A left": limited, "after both left": before}
     assert counts() == before
+
+
+# ------------------------------------------------- the points a Kernel holds
+def _points(X):
+    """The same points in the representations a low-level user may hand to Kernel."""
+    return {"list": X.tolist(), "DataFrame": pd.DataFrame(X), "coo": sp.coo_matrix(X),
+            "csc_array": sp.csc_array(X), "float32": X.astype(np.float32)}
+
+
+@pytest.mark.parametrize("kind", ["list", "DataFrame", "coo", "csc_array", "float32"])
+@pytest.mark.parametrize("solver", ["cvxpy", "s2do"])
+def test_kernel_takes_any_array_like_as_its_float64_points(kind, solver):
+    """A list failed in Kernel (no .shape), a DataFrame or COO matrix in the solvers that
+    index rows (KeyError, 'not subscriptable'), and float32 points gave float32 Gram
+    blocks to the reference solver and the certificate beside S2DO's float64 rows."""
+    X, y = blobs(5, 3, 30)
+    given = _points(X)[kind]
+    exact = X.astype(np.float32).astype(np.float64) if kind == "float32" else X
+
+    def dual(points):
+        problem = make_problem("ww", points, y)
+        return diagnose(problem, get_solver(solver).solve(problem, tol=1e-9)).dual_objective
+
+    assert dual(given) == pytest.approx(dual(exact), rel=1e-12, abs=1e-12)
+
+
+def test_sparse_precomputed_gram_is_a_matrix():
+    """A sparse precomputed Gram matrix became a 0-d object array in Kernel.gram()."""
+    X, _ = blobs(6, 3, 12)
+    K = X @ X.T
+    kernel = Kernel(sp.csr_matrix(K), "precomputed")
+    np.testing.assert_array_equal(kernel.gram(), K)
+    np.testing.assert_array_equal(kernel.diagonal(), np.diag(K))
