@@ -1035,8 +1035,8 @@ default='rbf'
                 raise ValueError("classes must be passed on the first call to partial_fit.")
             try:
                 known = unique_labels(classes)
-            except TypeError:
-                raise _unsortable(classes, "classes") from None
+            except TypeError as error:
+                raise _unsortable(classes, "classes", error) from None
             if len(known) < 2:
                 raise ValueError(
                     f"partial_fit needs at least 2 classes in classes=, got {len(known)}."
@@ -1247,8 +1247,8 @@ def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
     try:
         check_classification_targets(y)
         return np.unique(y, return_inverse=True)
-    except TypeError:
-        raise _unsortable(y, "y") from None
+    except TypeError as error:
+        raise _unsortable(y, "y", error) from None
 
 
 def _restore(estimator, attributes: dict) -> None:
@@ -1257,9 +1257,15 @@ def _restore(estimator, attributes: dict) -> None:
     vars(estimator).update(attributes)
 
 
-def _unsortable(labels, name: str) -> TypeError:
-    """The error for labels of types that cannot be sorted together (see _encode_targets)."""
+def _unsortable(labels, name: str, error: TypeError) -> TypeError:
+    """The error for labels of types that cannot be sorted together (see _encode_targets).
+
+    ``error`` is the TypeError raised, returned as it is when the labels are all of one
+    type (scikit-learn's own refusals, e.g. of bytes labels, say what is wrong).
+    """
     kinds = sorted({type(v).__name__ for v in np.asarray(labels, dtype=object).ravel()})
+    if len(kinds) < 2:
+        return error
     return TypeError(f"{name} mixes labels of types that cannot be sorted together "
                      f"({', '.join(kinds)}); use labels of one type (e.g. all strings).")
 

@@ -104,6 +104,11 @@ CASES = [
      r"greater than one; got 1 class"),
     ("mixed_label_types", lambda d, t: E().fit(d[0], np.array(["a"] * 10 + [1] * 20, dtype=object)),
      TypeError, r"y mixes labels of types that cannot be sorted together \(int, str\)"),
+    # (bytes labels, of one type, were said to "mix labels of types that cannot be sorted")
+    ("bytes_labels", lambda d, t: E().fit(d[0], np.array([b"a", b"b", b"c"])[d[1]]), TypeError,
+     "labels represented as bytes is not supported"),
+    ("bytes_classes", lambda d, t: E().partial_fit(d[0], d[1], classes=[b"a", b"b"]), TypeError,
+     "labels represented as bytes is not supported"),
     ("one_class_of_positive_weight", lambda d, t: E().fit(
         d[0], d[1], sample_weight=(d[1] == 0).astype(float)), ValueError,
      "Every example of positive weight .* is of class 0"),
