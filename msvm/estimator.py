@@ -714,8 +714,7 @@ default='rbf'
             )
         fit_shape = X.shape
         sw = (None if sample_weight is None
-              else _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                        ensure_non_negative=True))
+              else _checked_weights(sample_weight, X))
         class_weight, weight = self._weights(classes, y, y_codes, sw)
         index = None
         if weight is not None and np.any(weight == 0):
@@ -1028,8 +1027,7 @@ default='rbf'
             X = canonical_csr(X)
         _encode_targets(y)
         sw = (None if sample_weight is None
-              else _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                        ensure_non_negative=True, allow_all_zero_weights=True))
+              else _checked_weights(sample_weight, X, allow_all_zero_weights=True))
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -1235,6 +1233,19 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
         with ThreadPoolExecutor(min(threads, len(starts))) as pool:
             for _ in pool.map(add, starts):   # re-raises a block's exception
                 pass
+
+
+def _checked_weights(sample_weight, X, **kwargs) -> np.ndarray:
+    """``sample_weight`` as non-negative float64 weights of X's rows (scikit-learn's check).
+
+    A numeric 0-d array is the scalar it holds, as a NumPy scalar is (scikit-learn's
+    check refused it with "Input should have at least 1 dimension", naming no argument).
+    """
+    if (isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0
+            and sample_weight.dtype.kind in "biuf"):
+        sample_weight = sample_weight.item()
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True,
+                                **kwargs)
 
 
 def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:

@@ -213,6 +213,22 @@ def test_integer_weights_equal_repetition_other_solvers(config):
         "MultiClassSVC", MultiClassSVC(model="cs", tol=1e-10, **config))
 
 
+def test_a_0d_weight_is_the_scalar_it_holds():
+    """np.array(2.0) failed in scikit-learn's check ("Input should have at least 1
+    dimension", naming no argument) where 2.0 and np.float64(2.0) are every weight 2."""
+    X, y = _data(13, 3, 20)
+    every = MultiClassSVC(tol=1e-9).fit(X, y, sample_weight=np.full(len(y), 2.0))
+    zero_d = MultiClassSVC(tol=1e-9).fit(X, y, sample_weight=np.array(2.0))
+    np.testing.assert_array_equal(zero_d.decision_function(X), every.decision_function(X))
+    stream = MultiClassSVC(solver="online", random_state=0)
+    stream.partial_fit(X, y, classes=[0, 1, 2], sample_weight=np.array(2))
+    reference = MultiClassSVC(solver="online", random_state=0)
+    reference.partial_fit(X, y, classes=[0, 1, 2], sample_weight=np.full(len(y), 2.0))
+    np.testing.assert_array_equal(stream.decision_function(X), reference.decision_function(X))
+    with pytest.raises(ValueError, match="(?i)negative"):
+        MultiClassSVC().fit(X, y, sample_weight=np.array(-1.0))
+
+
 def test_weighted_gamma_scale_is_the_repeated_variance():
     X, y = _data(11, 3, 20)
     w = np.arange(len(y)) % 3
