@@ -469,6 +469,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Fitted with ``best_params_`` (the search's own solution, not a refit).
     classes_ : ndarray
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
+        Names of the features, when ``X`` has string column names.
     """
 
     def __init__(self, estimator=None, param_grid=None, *, criterion: str = "candidates",
@@ -596,6 +598,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.best_estimator_ = est
         self.classes_ = est.classes_
         self.n_features_in_ = est.n_features_in_
+        if hasattr(est, "feature_names_in_"):   # X had string column names (as GridSearchCV)
+            self.feature_names_in_ = est.feature_names_in_
 
     def predict(self, X):
         """Predict with ``best_estimator_``."""

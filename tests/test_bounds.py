@@ -274,6 +274,17 @@ def test_search_picks_the_grid_minimum(bias):
     assert by_candidates.best_score_ == min(res["n_candidates"])
 
 
+def test_search_keeps_the_feature_names_of_a_dataframe():
+    """Fitted on a DataFrame, the search had no feature_names_in_ (GridSearchCV has)."""
+    pd = pytest.importorskip("pandas")
+    X, y = blobs(3, 3, 30)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    search = RadiusMarginSearch(MultiClassSVC(model="msvm2"), {"C": [1.0, 10.0]}).fit(frame, y)
+    np.testing.assert_array_equal(search.feature_names_in_, ["a", "b"])
+    assert not hasattr(RadiusMarginSearch(MultiClassSVC(model="msvm2"), {"C": [1.0]}).fit(X, y),
+                       "feature_names_in_")
+
+
 def test_bad_input():
     X, y = blobs(0, 3, 20)
     kern = Kernel(X, "rbf", gamma=0.5)
