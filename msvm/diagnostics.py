@@ -541,6 +541,12 @@ def _bias_from_centre(problem: DualProblem, alpha, grad, lam0=None, free=None):
         size = np.sqrt(np.asarray(a.multiply(a).sum(axis=1)).ravel())
         moves = np.linalg.norm(a @ V, axis=1) > 1e-9 * size
         a, c = a[moves], c[moves]
+    # The rows are homogeneous in (c, d): solved for c / |c|∞, d scales back.  HiGHS
+    # reads |c| ≥ 1e20 as infinite (a "Model error" for features of scale 1e150) and
+    # its absolute tolerances (1e-7) swamp the c of a tiny C or of features of 1e-150.
+    unit = float(np.max(np.abs(c), initial=0.0))
+    unit = unit if 0.0 < unit < np.inf else 1.0
+    c = c / unit
     # c + a·(b0 + d) ≤ t with d in span(V); minimise t (−t is the room).  The room is
     # capped: where no inequality bounds some direction of d, d stays where it is met.
     complement = sp.csr_matrix(null_space(V.T).T)
@@ -559,7 +565,7 @@ def _bias_from_centre(problem: DualProblem, alpha, grad, lam0=None, free=None):
     mu = V.T @ res.x[:Q]
     if res.x[Q] < 0:   # room everywhere: the analytic centre, from this interior point
         mu = _analytic_centre(a, c, V, mu)
-    return b0 + V @ mu
+    return b0 + V @ (mu * unit)
 
 
 def _analytic_centre(a, c, V, mu, max_iter: int = 50):

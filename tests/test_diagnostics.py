@@ -358,3 +358,19 @@ def test_solutions_of_another_shape_or_not_finite_are_refused(model, bias):
     d = diagnose(problem, (alpha > 0).astype(int))
     assert np.isfinite(d.duality_gap)
     assert diagnose(problem, -alpha - 0.1).kkt_residuals["bounds"] > 0.1
+
+
+def test_bias_from_centre_does_not_depend_on_the_scale_of_the_scores():
+    # Features of scale 1e150 give scores of ~1e302: HiGHS reads coefficients over 1e20
+    # as infinite, and the certificate (of an OSQP answer, say) raised "The linear
+    # program for b failed in HiGHS: Model error" instead of reporting the fit.  The
+    # program is solved for c / |c|∞ now: b scales with the scores.
+    X, y = blobs(0, 3, 30)
+    bs = []
+    for scale in (1e5, 1e150):
+        problem = make_problem("ww", X * scale, y, kernel="linear", bias=True)
+        alpha = np.where(problem.active, problem.capacity[:, None], 0.0)  # every α at C
+        d = diagnose(problem, alpha)
+        assert d.b_method == "centre" and np.all(np.isfinite(d.b))
+        bs.append(d.b / scale**2)
+    np.testing.assert_allclose(bs[1], bs[0], rtol=1e-6, atol=1e-6 * np.max(np.abs(bs[0])))

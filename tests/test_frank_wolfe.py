@@ -180,6 +180,21 @@ def test_steps_that_cannot_move_stop_as_stalled(C):
     assert solution.n_iter < 1000
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_snapped_variable_does_not_end_the_face_phase(bias):
+    # LLW, linear kernel, C = 1e8: the first steps leave α a few SNAP·C above zero, so a
+    # conjugate-gradient step snapped free variables onto 0 and the next one had a ratio
+    # θ_max = 0; cg_phase called that "converged" and every vertex step was followed by
+    # two face steps that did nothing: J crept up ~0.06 a step towards −2.6e9, a fit
+    # of 10⁷ steps (hours on 40 points).  The face is re-read instead.
+    X, y = blobs(1, 3, 40, spread=3.0)
+    problem = make_problem("llw", X, y, kernel="linear", C=1e8, bias=bias)
+    solution = frank_wolfe.solve(problem, tol=1e-3, max_iter=20_000)
+    assert solution.status == "optimal"
+    assert solution.n_iter < 5000
+    assert solution.info["fw_gap"] <= 1e-3 * diagnose(problem, solution).dual_objective
+
+
 @pytest.mark.parametrize("options, message", [
     ({"fw_variant": "sideways"}, "fw_variant must be one of"),
     ({"working_set_size": 1}, "working_set_size must be an integer >= 2"),

@@ -212,7 +212,9 @@ class Face:
             theta = b.step(d.reshape(b.alpha.shape), theta_max)
             self.n_steps += 1
             if theta <= 0.0:
-                return "converged", k + 1
+                # θ_max = 0: a free variable of F was snapped onto its bound by the last
+                # step (Block.step), so the face is smaller, not minimised.
+                return ("bound" if theta_max <= 0.0 else "converged"), k + 1
             if theta >= theta_max:
                 return "bound", k + 1
             r = project(b.g.ravel()[idx])
