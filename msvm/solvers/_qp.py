@@ -100,6 +100,13 @@ class ExplicitQP:
         return alpha
 
 
+#: Scaled KKT residual (:attr:`msvm.diagnostics.Diagnostics.kkt_residual`) at which a
+#: reference solver's answer is certified optimal, whatever its backend said ...
+CERTIFIED_RESIDUAL = 1e-9
+#: ... and beyond which it is 'inaccurate', even when its backend said optimal.
+USABLE_RESIDUAL = 1e-6
+
+
 def check_options(tol, max_iter) -> None:
     """The reference solvers' ``tol`` (None or a non-negative number) and ``max_iter``
     (None or a positive integer), checked before they reach the backend, whose own

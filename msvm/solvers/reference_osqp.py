@@ -137,16 +137,16 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             lam, polished = polished_lam, "active-set"
         if best is None or residual < best[0]:
             best = (residual, x, lam, polished, res)
-        if residual <= 1e-9:
+        if residual <= _qp.CERTIFIED_RESIDUAL:
             break
     if best is None:
         residual, x, lam, polished, status_text = np.inf, np.zeros(n), None, False, "failed"
     else:
         residual, x, lam, polished, res = best
         status_text = str(res.info.status)
-    if residual <= 1e-9:
+    if residual <= _qp.CERTIFIED_RESIDUAL:
         status = "optimal"
-    elif residual <= 1e-6:
+    elif residual <= _qp.USABLE_RESIDUAL:
         status = "optimal_inaccurate"  # cvxpy's word for a stalled but usable answer
     else:
         status = "inaccurate" if np.isfinite(residual) else "failed"
