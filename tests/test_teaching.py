@@ -91,6 +91,33 @@ def test_lecture_kernels_refuse_points_of_different_widths(name):
         kernel_matrix(np.zeros((2, 2, 2)), None, name, **params)
 
 
+def test_lecture_kernels_refuse_bad_parameters_and_non_finite_values():
+    # A fractional degree made NaN entries wherever x'y + 1 < 0, gamma=inf NaN on the
+    # diagonal, a NaN gamma a NaN matrix: SMO ran on them and reported 'optimal'.  A
+    # negative RBF gamma is not a kernel (it grows with distance).
+    X = np.array([[-3.0, 0.0], [1.0, 1.0], [2.0, 0.0], [0.0, -2.0]])
+    y = np.array([1, -1, 1, -1])
+    cases = [("poly", {"degree": 1.5}, r"degree must be an integer >= 0, got 1\.5"),
+             ("poly", {"degree": -1}, "degree must be an integer >= 0, got -1"),
+             ("rbf", {"gamma": np.inf}, "gamma must be a finite number >= 0, got inf"),
+             ("rbf", {"gamma": -1.0}, "gamma must be a finite number >= 0, got -1"),
+             ("laplace", {"gamma": -1.0}, "gamma must be a finite number >= 0, got -1"),
+             ("laplace", {"norm": "l3"}, "norm must be 'l2' or 'l1', got 'l3'"),
+             ("tanh", {"gamma": np.nan}, "gamma must be a finite number, got nan"),
+             ("tanh", {"r": np.inf}, "r must be a finite number, got inf")]
+    for name, params, message in cases:
+        for function, args in ((kernel_matrix, (X, X, name)), (smo, (X, y, 1.0, name)),
+                               (perceptron, (X, y, name))):
+            with pytest.raises(ValueError, match=message):
+                function(*args, **params)
+    with pytest.raises(ValueError, match="kernel's values contain NaN or infinity"):
+        smo(X, y, 1.0, lambda A, B: np.full((len(A), len(B)), np.nan))
+    # The degenerate but valid ends still work: gamma = 0 and degree = 0 are the constant 1.
+    np.testing.assert_allclose(kernel_matrix(X, X, "rbf", gamma=0), 1.0)
+    np.testing.assert_allclose(kernel_matrix(X, X, "poly", degree=0), 1.0)
+    np.testing.assert_allclose(kernel_matrix(X, X, "poly", degree=2.0), (X @ X.T + 1) ** 2)
+
+
 def test_data_generators_refuse_what_they_cannot_make():
     # separable_set(margin=10) drew points for ever (no point of [-3, 3]^2 is that far from
     # the hyperplane); one sample or one class gave a set of one class, 0 classes an
