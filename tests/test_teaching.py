@@ -91,6 +91,36 @@ def test_lecture_kernels_refuse_points_of_different_widths(name):
         kernel_matrix(np.zeros((2, 2, 2)), None, name, **params)
 
 
+def test_C_and_epochs_are_checked():
+    # soft_margin_svm(C=inf) failed in the QP solver with an empty message, svm_primal's
+    # 'sgd' at C=inf likewise, compare_binary(C=0) said "lam must be in (0, 1)",
+    # hard_margin_svm(C_start > C_max) declared AND not separable, svm_primal(epochs=0)
+    # was a TypeError.
+    X, y = logic_gate("and")
+    for C in (np.inf, 0.0, -1.0, np.nan, "1"):
+        for call in (functools.partial(soft_margin_svm, X, y, C),
+                     functools.partial(smo, X, y, C),
+                     functools.partial(compare_binary, X, y, C),
+                     functools.partial(svm_primal, X, y, mode="sgd", C=C)):
+            with pytest.raises(ValueError, match="C must be a finite number > 0"):
+                call()
+    with pytest.raises(ValueError, match="for C = inf use hard_margin_svm"):
+        soft_margin_svm(X, y, np.inf)
+    with pytest.raises(ValueError, match="C_start must be <= C_max, got 1000"):
+        hard_margin_svm(X, y, C_start=1e8, C_max=1e7)
+    with pytest.raises(ValueError, match="C_max must be a finite number > 0, got inf"):
+        hard_margin_svm(X, y, C_max=np.inf)
+    with pytest.raises(ValueError, match="C_start must be a finite number > 0, got -1"):
+        hard_margin_svm(X, y, C_start=-1)
+    for mode, C in (("online", None), ("batch", 1.0)):
+        with pytest.raises(ValueError, match="epochs must be an integer >= 1, got 0"):
+            svm_primal(X, y, mode=mode, C=C, epochs=0, reference=False)
+    with pytest.raises(ValueError, match="lam must be in"):
+        svm_primal(X, y, "0.1")
+    with pytest.raises(ValueError, match="C_limit must be a finite number > 0"):
+        svm_primal(X, y, C_limit=-1.0)
+
+
 def test_lecture_kernels_refuse_bad_parameters_and_non_finite_values():
     # A fractional degree made NaN entries wherever x'y + 1 < 0, gamma=inf NaN on the
     # diagonal, a NaN gamma a NaN matrix: SMO ran on them and reported 'optimal'.  A

@@ -36,6 +36,7 @@ from msvm.teaching.smo import PAIR_RULES, smo
 from msvm.teaching.svm import (
     BinarySVM,
     binary_data,
+    check_C,
     soft_margin_svm,
 )
 from msvm.teaching.svm_primal import primal_value, svm_primal
@@ -83,6 +84,7 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
     y : array-like of shape (n,)
         Two labels (coded ±1, the larger one +1).
     C : float, default=1.0
+        A finite C > 0.
     kernel : str, default='linear'
         A lecture kernel (:mod:`msvm.teaching.kernels`).
     X_test, y_test : array-like, optional
@@ -109,6 +111,7 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
     """
     from sklearn.svm import SVC
 
+    C = check_C(C)   # C = inf or 0 failed in SVMPrimal's step, as "lam must be in (0, 1)"
     X, y, classes = binary_data(X, y)
     if y_test is not None:
         y_test = np.asarray(y_test)
