@@ -554,6 +554,15 @@ def test_plot_decision_function_marks_each_kkt_kind(plt):
     p = perceptron(*separable_set(20, random_state=1))
     assert _point_sets(plot_decision_function(p)) == {"y = +1": int(np.sum(p.y > 0)),
                                                       "y = −1": int(np.sum(p.y < 0))}
+    # Labels 0/1 drew no 0 point; another set of the training set's size got its kinds.
+    labels = (p.y > 0).astype(int)
+    assert _point_sets(plot_decision_function(p, p.X, labels)) == _point_sets(
+        plot_decision_function(p))
+    other = X + 0.1
+    assert _point_sets(plot_decision_function(svm, other, y)) == {
+        "y = +1": int(np.sum(y > 0)), "y = −1": int(np.sum(y < 0))}
+    with pytest.raises(ValueError, match=r"two labels .* got \[0, 1, 2\]"):
+        plot_decision_function(p, p.X[:3], [0, 1, 2])
 
 
 def test_plot_hinge_loss_draws_the_losses(plt):
