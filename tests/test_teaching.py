@@ -166,6 +166,11 @@ def test_data_generators_refuse_what_they_cannot_make():
         multiclass_set(5, 3)
     X, y = separable_set(30, margin=1.0)
     assert X.shape == (30, 2) and set(y) == {-1.0, 1.0}
+    for generator in (overlapping_set, multiclass_set):
+        for spread in (np.nan, -1.0, np.inf):
+            with pytest.raises(ValueError, match="spread must be a finite number >= 0"):
+                generator(spread=spread)
+    assert np.sum(overlapping_set(7)[1] > 0) == 4
 
 
 def test_compare_binary_refuses_test_labels_it_was_not_trained_on():
