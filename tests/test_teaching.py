@@ -17,6 +17,7 @@ from msvm.teaching import (
     face_report,
     faces_along_s2do,
     finish_runs,
+    format_table,
     hard_margin_svm,
     kernel_matrix,
     kkt_classification,
@@ -171,6 +172,13 @@ def test_data_generators_refuse_what_they_cannot_make():
             with pytest.raises(ValueError, match="spread must be a finite number >= 0"):
                 generator(spread=spread)
     assert np.sum(overlapping_set(7)[1] > 0) == 4
+
+
+def test_format_table_without_records():
+    # format_table([]) was an IndexError.
+    with pytest.raises(ValueError, match="needs records or columns"):
+        format_table([])
+    assert format_table([], ["method", "gap"]).splitlines() == ["method  gap", "------  ---"]
 
 
 def test_compare_binary_refuses_test_labels_it_was_not_trained_on():

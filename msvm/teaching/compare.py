@@ -369,7 +369,15 @@ def format_table(records: list[dict], columns=None, floatfmt: str = ".4g") -> st
     Returns
     -------
     str
+        With ``columns`` and no records, the header alone.
+
+    Raises
+    ------
+    ValueError
+        If there are neither records nor ``columns`` (no column to show).
     """
+    if columns is None and not records:   # was an IndexError
+        raise ValueError("format_table needs records or columns: nothing to show.")
     columns = list(records[0]) if columns is None else list(columns)
 
     def cell(v):
@@ -380,7 +388,7 @@ def format_table(records: list[dict], columns=None, floatfmt: str = ".4g") -> st
         return str(v)
 
     rows = [[cell(r.get(c)) for c in columns] for r in records]
-    widths = [max(len(c), *(len(row[k]) for row in rows)) for k, c in enumerate(columns)]
+    widths = [max([len(c)] + [len(row[k]) for row in rows]) for k, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
