@@ -264,8 +264,13 @@ def test_soft_margin_svm_refuses_an_indefinite_kernel():
     X, y = overlapping_set(40, random_state=3)
     K = kernel_matrix(X, X, "tanh", gamma=0.5, r=-1.0)
     assert np.linalg.eigvalsh(K)[0] < -1.0
-    with pytest.raises(ValueError, match="positive semidefinite kernel"):
+    with pytest.raises(ValueError, match="positive semidefinite kernel") as info:
         soft_margin_svm(X, y, 10.0, "tanh", gamma=0.5, r=-1.0)
+    # The advice is the teaching API's (SMO), not MultiClassSVC's solvers.
+    assert "msvm.teaching.smo" in str(info.value) and "s2do" not in str(info.value)
+    with pytest.raises(ValueError, match="msvm.teaching.smo"):
+        hard_margin_svm(X, y, "tanh", gamma=0.5, r=-1.0)
+    assert smo(X, y, 10.0, "tanh", gamma=0.5, r=-1.0).status == "optimal"
 
 
 def test_kkt_kinds_have_the_lectures_margins():

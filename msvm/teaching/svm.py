@@ -507,7 +507,15 @@ def _reference_qp(K: np.ndarray, y: np.ndarray, C: float):
     classes = (y > 0).astype(np.intp)  # −1 → class 0, +1 → class 1 (h₂ = f)
     problem = DualProblem(make_machine("mmr", 2), classes, Kernel(K, "precomputed"), 2.0 * C,
                           True)
-    solution = get_solver("cvxpy").solve(problem)
+    try:
+        solution = get_solver("cvxpy").solve(problem)
+    except ValueError as exc:
+        if "positive semidefinite" not in str(exc):
+            raise
+        # The solver's own advice names MultiClassSVC's solvers; here SMO is the one.
+        raise ValueError(f"{str(exc).split('. Use ')[0]}: the dual is then not concave. "
+                         "msvm.teaching.smo finds a KKT point of it (not necessarily its "
+                         "maximum).") from exc
     if solution.status == "failed":
         raise RuntimeError(f"The reference QP solver failed at C = {C:g}: "
                            f"{solution.info.get('error', '')}")
