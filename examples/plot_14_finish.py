@@ -49,14 +49,19 @@ run_columns = ["method", "status", "passes", "handover", "finish_time", "time",
 # After 10⁵ passes S2DO has found all but one of the bounds: seven free
 # variables, whose Hessian has rank six.  The last one must still reach its
 # bound, along the null direction, and the largest KKT violation stays near
-# 1.5·10⁻³ for another 200 000 passes.
+# 1.5·10⁻³ (never below 5·10⁻⁴) for another 200 000 passes.
 
 faces = faces_along_s2do(X, y, "llw")
 print(format_table(faces, face_columns, ".3g"))
 late = faces[-2]
 assert late["rank"] <= late["kernel_rank"] * (Q - 1) < late["n_free"]
+assert (late["n_free"], late["rank"]) == (7, 6)
+assert late["n_at_bound"] == faces[-1]["n_at_bound"] - 1
 llw = finish_runs(X, y, "llw")
 print(format_table(llw, run_columns, ".3g"))
+stalled = [v for n, v in llw[0]["trace"] if 1e5 <= n <= 3e5]
+assert stalled and all(5e-4 <= v <= 2e-3 for v in stalled)
+assert 1.2e-3 <= sorted(stalled)[len(stalled) // 2] <= 1.8e-3   # its median
 
 # %%
 # The M-SVM²: a badly conditioned face
@@ -68,6 +73,7 @@ print(format_table(llw, run_columns, ".3g"))
 faces = faces_along_s2do(X, y, "msvm2")
 print(format_table(faces, face_columns, ".3g"))
 assert all(f["rank"] == f["n_free"] and f["condition"] > 1e4 for f in faces)
+assert all(2e5 <= f["condition"] <= 1e6 for f in faces)   # "about 5·10⁵"
 msvm2 = finish_runs(X, y, "msvm2")
 print(format_table(msvm2, run_columns, ".3g"))
 

@@ -17,6 +17,7 @@ from msvm.teaching import (
     face_report,
     faces_along_s2do,
     finish_runs,
+    format_table,
     hard_margin_svm,
     kernel_matrix,
     kkt_classification,
@@ -91,6 +92,63 @@ def test_lecture_kernels_refuse_points_of_different_widths(name):
         kernel_matrix(np.zeros((2, 2, 2)), None, name, **params)
 
 
+def test_C_and_epochs_are_checked():
+    # soft_margin_svm(C=inf) failed in the QP solver with an empty message, svm_primal's
+    # 'sgd' at C=inf likewise, compare_binary(C=0) said "lam must be in (0, 1)",
+    # hard_margin_svm(C_start > C_max) declared AND not separable, svm_primal(epochs=0)
+    # was a TypeError.
+    X, y = logic_gate("and")
+    for C in (np.inf, 0.0, -1.0, np.nan, "1"):
+        for call in (functools.partial(soft_margin_svm, X, y, C),
+                     functools.partial(smo, X, y, C),
+                     functools.partial(compare_binary, X, y, C),
+                     functools.partial(svm_primal, X, y, mode="sgd", C=C)):
+            with pytest.raises(ValueError, match="C must be a finite number > 0"):
+                call()
+    with pytest.raises(ValueError, match="for C = inf use hard_margin_svm"):
+        soft_margin_svm(X, y, np.inf)
+    with pytest.raises(ValueError, match="C_start must be <= C_max, got 1000"):
+        hard_margin_svm(X, y, C_start=1e8, C_max=1e7)
+    with pytest.raises(ValueError, match="C_max must be a finite number > 0, got inf"):
+        hard_margin_svm(X, y, C_max=np.inf)
+    with pytest.raises(ValueError, match="C_start must be a finite number > 0, got -1"):
+        hard_margin_svm(X, y, C_start=-1)
+    for mode, C in (("online", None), ("batch", 1.0)):
+        with pytest.raises(ValueError, match="epochs must be an integer >= 1, got 0"):
+            svm_primal(X, y, mode=mode, C=C, epochs=0, reference=False)
+    with pytest.raises(ValueError, match="lam must be in"):
+        svm_primal(X, y, "0.1")
+    with pytest.raises(ValueError, match="C_limit must be a finite number > 0"):
+        svm_primal(X, y, C_limit=-1.0)
+
+
+def test_lecture_kernels_refuse_bad_parameters_and_non_finite_values():
+    # A fractional degree made NaN entries wherever x'y + 1 < 0, gamma=inf NaN on the
+    # diagonal, a NaN gamma a NaN matrix: SMO ran on them and reported 'optimal'.  A
+    # negative RBF gamma is not a kernel (it grows with distance).
+    X = np.array([[-3.0, 0.0], [1.0, 1.0], [2.0, 0.0], [0.0, -2.0]])
+    y = np.array([1, -1, 1, -1])
+    cases = [("poly", {"degree": 1.5}, r"degree must be an integer >= 0, got 1\.5"),
+             ("poly", {"degree": -1}, "degree must be an integer >= 0, got -1"),
+             ("rbf", {"gamma": np.inf}, "gamma must be a finite number >= 0, got inf"),
+             ("rbf", {"gamma": -1.0}, "gamma must be a finite number >= 0, got -1"),
+             ("laplace", {"gamma": -1.0}, "gamma must be a finite number >= 0, got -1"),
+             ("laplace", {"norm": "l3"}, "norm must be 'l2' or 'l1', got 'l3'"),
+             ("tanh", {"gamma": np.nan}, "gamma must be a finite number, got nan"),
+             ("tanh", {"r": np.inf}, "r must be a finite number, got inf")]
+    for name, params, message in cases:
+        for function, args in ((kernel_matrix, (X, X, name)), (smo, (X, y, 1.0, name)),
+                               (perceptron, (X, y, name))):
+            with pytest.raises(ValueError, match=message):
+                function(*args, **params)
+    with pytest.raises(ValueError, match="kernel's values contain NaN or infinity"):
+        smo(X, y, 1.0, lambda A, B: np.full((len(A), len(B)), np.nan))
+    # The degenerate but valid ends still work: gamma = 0 and degree = 0 are the constant 1.
+    np.testing.assert_allclose(kernel_matrix(X, X, "rbf", gamma=0), 1.0)
+    np.testing.assert_allclose(kernel_matrix(X, X, "poly", degree=0), 1.0)
+    np.testing.assert_allclose(kernel_matrix(X, X, "poly", degree=2.0), (X @ X.T + 1) ** 2)
+
+
 def test_data_generators_refuse_what_they_cannot_make():
     # separable_set(margin=10) drew points for ever (no point of [-3, 3]^2 is that far from
     # the hyperplane); one sample or one class gave a set of one class, 0 classes an
@@ -109,6 +167,18 @@ def test_data_generators_refuse_what_they_cannot_make():
         multiclass_set(5, 3)
     X, y = separable_set(30, margin=1.0)
     assert X.shape == (30, 2) and set(y) == {-1.0, 1.0}
+    for generator in (overlapping_set, multiclass_set):
+        for spread in (np.nan, -1.0, np.inf):
+            with pytest.raises(ValueError, match="spread must be a finite number >= 0"):
+                generator(spread=spread)
+    assert np.sum(overlapping_set(7)[1] > 0) == 4
+
+
+def test_format_table_without_records():
+    # format_table([]) was an IndexError.
+    with pytest.raises(ValueError, match="needs records or columns"):
+        format_table([])
+    assert format_table([], ["method", "gap"]).splitlines() == ["method  gap", "------  ---"]
 
 
 def test_compare_binary_refuses_test_labels_it_was_not_trained_on():
@@ -194,8 +264,13 @@ def test_soft_margin_svm_refuses_an_indefinite_kernel():
     X, y = overlapping_set(40, random_state=3)
     K = kernel_matrix(X, X, "tanh", gamma=0.5, r=-1.0)
     assert np.linalg.eigvalsh(K)[0] < -1.0
-    with pytest.raises(ValueError, match="positive semidefinite kernel"):
+    with pytest.raises(ValueError, match="positive semidefinite kernel") as info:
         soft_margin_svm(X, y, 10.0, "tanh", gamma=0.5, r=-1.0)
+    # The advice is the teaching API's (SMO), not MultiClassSVC's solvers.
+    assert "msvm.teaching.smo" in str(info.value) and "s2do" not in str(info.value)
+    with pytest.raises(ValueError, match="msvm.teaching.smo"):
+        hard_margin_svm(X, y, "tanh", gamma=0.5, r=-1.0)
+    assert smo(X, y, 10.0, "tanh", gamma=0.5, r=-1.0).status == "optimal"
 
 
 def test_kkt_kinds_have_the_lectures_margins():
@@ -497,6 +572,15 @@ def test_plot_decision_function_marks_each_kkt_kind(plt):
     p = perceptron(*separable_set(20, random_state=1))
     assert _point_sets(plot_decision_function(p)) == {"y = +1": int(np.sum(p.y > 0)),
                                                       "y = −1": int(np.sum(p.y < 0))}
+    # Labels 0/1 drew no 0 point; another set of the training set's size got its kinds.
+    labels = (p.y > 0).astype(int)
+    assert _point_sets(plot_decision_function(p, p.X, labels)) == _point_sets(
+        plot_decision_function(p))
+    other = X + 0.1
+    assert _point_sets(plot_decision_function(svm, other, y)) == {
+        "y = +1": int(np.sum(y > 0)), "y = −1": int(np.sum(y < 0))}
+    with pytest.raises(ValueError, match=r"two labels .* got \[0, 1, 2\]"):
+        plot_decision_function(p, p.X[:3], [0, 1, 2])
 
 
 def test_plot_hinge_loss_draws_the_losses(plt):

@@ -36,6 +36,7 @@ from msvm.teaching.smo import PAIR_RULES, smo
 from msvm.teaching.svm import (
     BinarySVM,
     binary_data,
+    check_C,
     soft_margin_svm,
 )
 from msvm.teaching.svm_primal import primal_value, svm_primal
@@ -83,6 +84,7 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
     y : array-like of shape (n,)
         Two labels (coded ±1, the larger one +1).
     C : float, default=1.0
+        A finite C > 0.
     kernel : str, default='linear'
         A lecture kernel (:mod:`msvm.teaching.kernels`).
     X_test, y_test : array-like, optional
@@ -109,6 +111,7 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
     """
     from sklearn.svm import SVC
 
+    C = check_C(C)   # C = inf or 0 failed in SVMPrimal's step, as "lam must be in (0, 1)"
     X, y, classes = binary_data(X, y)
     if y_test is not None:
         y_test = np.asarray(y_test)
@@ -366,7 +369,15 @@ def format_table(records: list[dict], columns=None, floatfmt: str = ".4g") -> st
     Returns
     -------
     str
+        With ``columns`` and no records, the header alone.
+
+    Raises
+    ------
+    ValueError
+        If there are neither records nor ``columns`` (no column to show).
     """
+    if columns is None and not records:   # was an IndexError
+        raise ValueError("format_table needs records or columns: nothing to show.")
     columns = list(records[0]) if columns is None else list(columns)
 
     def cell(v):
@@ -377,7 +388,7 @@ def format_table(records: list[dict], columns=None, floatfmt: str = ".4g") -> st
         return str(v)
 
     rows = [[cell(r.get(c)) for c in columns] for r in records]
-    widths = [max(len(c), *(len(row[k]) for row in rows)) for k, c in enumerate(columns)]
+    widths = [max([len(c)] + [len(row[k]) for row in rows]) for k, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]

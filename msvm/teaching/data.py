@@ -22,6 +22,13 @@ def _check_count(name: str, value, least: int) -> None:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
 
 
+def _check_spread(spread) -> float:
+    # NaN gave a set of NaN points, a negative value was used as |spread| without a word.
+    if not isinstance(spread, Real) or isinstance(spread, bool) or not 0 <= spread < np.inf:
+        raise ValueError(f"spread must be a finite number >= 0, got {spread!r}.")
+    return float(spread)
+
+
 def logic_gate(name: str) -> tuple[np.ndarray, np.ndarray]:
     """The lecture's mini exercises: the four corners of {0, 1}² labelled by a gate.
 
@@ -111,16 +118,18 @@ def overlapping_set(n_samples: int = 60, spread: float = 1.2,
     ----------
     n_samples : int, default=60
     spread : float, default=1.2
-        Standard deviation of each class around its centre (±(1, 1)).
+        Standard deviation (≥ 0) of each class around its centre (±(1, 1)).
     random_state : int or None, default=0
 
     Returns
     -------
     X : ndarray of shape (n_samples, 2)
     y : ndarray of shape (n_samples,)
-        ±1, half of each.
+        ±1 alternately, starting with +1 (half of each; one more +1 when
+        ``n_samples`` is odd).
     """
     _check_count("n_samples", n_samples, 2)   # both classes
+    spread = _check_spread(spread)
     rng = np.random.default_rng(random_state)
     y = np.where(np.arange(n_samples) % 2 == 0, 1.0, -1.0)
     X = y[:, None] * np.array([1.0, 1.0]) + spread * rng.normal(size=(n_samples, 2))
@@ -136,7 +145,7 @@ def multiclass_set(n_classes: int = 3, n_samples: int = 90, spread: float = 1.0,
     n_classes : int, default=3
     n_samples : int, default=90
     spread : float, default=1.0
-        Standard deviation of each class around its centre.
+        Standard deviation (≥ 0) of each class around its centre.
     random_state : int or None, default=0
 
     Returns
@@ -147,6 +156,7 @@ def multiclass_set(n_classes: int = 3, n_samples: int = 90, spread: float = 1.0,
     """
     _check_count("n_classes", n_classes, 2)
     _check_count("n_samples", n_samples, n_classes)   # every class present
+    spread = _check_spread(spread)
     rng = np.random.default_rng(random_state)
     y = np.arange(n_samples) % n_classes
     angles = 2.0 * np.pi * np.arange(n_classes) / n_classes

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from numbers import Real
 
 import numpy as np
 
@@ -65,6 +66,25 @@ def _as_2d(X, Y):
         raise ValueError(f"X and Y must be 2-D arrays with the same number of features "
                          f"(columns), got shapes {X.shape} and {Y.shape}.")
     return X, Y
+
+
+def _check_number(name: str, value, least: float | None = None) -> float:
+    """``value`` as a finite float (≥ ``least`` if given), else a ValueError naming it."""
+    # NaN or inf made a NaN Gram matrix that SMO and the perceptron ran on without a word;
+    # a negative γ of the RBF or Laplace kernel is not a kernel (it grows with distance).
+    if (not isinstance(value, Real) or isinstance(value, bool) or not np.isfinite(value)
+            or (least is not None and value < least)):
+        bound = "" if least is None else f" >= {least:g}"
+        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}.")
+    return float(value)
+
+
+def _check_degree(degree) -> int:
+    """The polynomial degree as an int ≥ 0 (a fractional power of a negative xᵀy + 1 is NaN)."""
+    if (not isinstance(degree, Real) or isinstance(degree, bool) or not np.isfinite(degree)
+            or degree < 0 or degree != int(degree)):
+        raise ValueError(f"degree must be an integer >= 0, got {degree!r}.")
+    return int(degree)
 
 
 def _squared_distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -98,12 +118,13 @@ def polynomial_kernel(X, Y=None, degree: int = 2) -> np.ndarray:
     X : array-like of shape (n_X, d)
     Y : array-like of shape (n_Y, d), optional
     degree : int, default=2
-        The degree d.
+        The degree d, an integer ≥ 0.
 
     Returns
     -------
     ndarray of shape (n_X, n_Y)
     """
+    degree = _check_degree(degree)
     X, Y = _as_2d(X, Y)
     return (X @ Y.T + 1.0) ** degree
 
@@ -116,11 +137,13 @@ def rbf_kernel(X, Y=None, gamma: float = 1.0) -> np.ndarray:
     X : array-like of shape (n_X, d)
     Y : array-like of shape (n_Y, d), optional
     gamma : float, default=1.0
+        γ ≥ 0 (a negative γ is not a kernel; γ = 0 is the constant 1).
 
     Returns
     -------
     ndarray of shape (n_X, n_Y)
     """
+    gamma = _check_number("gamma", gamma, 0.0)
     X, Y = _as_2d(X, Y)
     return np.exp(-gamma * _squared_distances(X, Y))
 
@@ -133,6 +156,7 @@ def laplace_kernel(X, Y=None, gamma: float = 1.0, norm: str = "l2") -> np.ndarra
     X : array-like of shape (n_X, d)
     Y : array-like of shape (n_Y, d), optional
     gamma : float, default=1.0
+        γ ≥ 0, as for :func:`rbf_kernel`.
     norm : {'l2', 'l1'}, default='l2'
         ``'l2'`` is the lecture's ‖x − y‖; ``'l1'`` is scikit-learn's
         ``laplacian_kernel`` (and msvm's ``kernel='laplace'``).
@@ -141,6 +165,7 @@ def laplace_kernel(X, Y=None, gamma: float = 1.0, norm: str = "l2") -> np.ndarra
     -------
     ndarray of shape (n_X, n_Y)
     """
+    gamma = _check_number("gamma", gamma, 0.0)
     X, Y = _as_2d(X, Y)
     if norm == "l2":
         dist = np.sqrt(_squared_distances(X, Y))
@@ -159,12 +184,15 @@ def tanh_kernel(X, Y=None, gamma: float = 1.0, r: float = 0.0) -> np.ndarray:
     X : array-like of shape (n_X, d)
     Y : array-like of shape (n_Y, d), optional
     gamma : float, default=1.0
+        Any finite number.
     r : float, default=0.0
+        Any finite number.
 
     Returns
     -------
     ndarray of shape (n_X, n_Y)
     """
+    gamma, r = _check_number("gamma", gamma), _check_number("r", r)
     X, Y = _as_2d(X, Y)
     return np.tanh(gamma * (X @ Y.T) + r)
 
@@ -189,7 +217,9 @@ def make_kernel(kernel: str | Callable = "linear", **params) -> Callable[..., np
         as is (``params`` must then be empty).
     **params
         The kernel's parameters (``degree``; ``gamma``; ``gamma``, ``norm``;
-        ``gamma``, ``r``).  A parameter the kernel does not take is an error.
+        ``gamma``, ``r``).  A parameter the kernel does not take, or a bad
+        value (a degree that is not an integer ≥ 0, a γ or r that is not
+        finite, a negative γ for ``rbf`` or ``laplace``), is a ValueError.
 
     Returns
     -------
@@ -208,6 +238,15 @@ def make_kernel(kernel: str | Callable = "linear", **params) -> Callable[..., np
     if unknown:
         raise ValueError(f"Kernel {kernel!r} takes {allowed or 'no parameters'}, "
                          f"not {sorted(unknown)}.")
+    # Checked here too, so that a bad value fails when the kernel is made, not when used.
+    if "degree" in params:
+        _check_degree(params["degree"])
+    if "gamma" in params:
+        _check_number("gamma", params["gamma"], None if kernel == "tanh" else 0.0)
+    if "r" in params:
+        _check_number("r", params["r"])
+    if params.get("norm", "l2") not in ("l2", "l1"):
+        raise ValueError(f"norm must be 'l2' or 'l1', got {params['norm']!r}.")
     return partial(function, **params)
 
 
@@ -227,9 +266,20 @@ def kernel_matrix(X, Y=None, kernel: str | Callable = "linear", **params) -> np.
     Returns
     -------
     ndarray of shape (n_X, n_Y)
+
+    Raises
+    ------
+    ValueError
+        For a bad kernel parameter, or if a value is NaN or infinite (NaN in
+        the points, an overflowing degree, a callable's NaN): every solver
+        of :mod:`msvm.teaching` builds its Gram matrix here.
     """
     f = make_kernel(kernel, **params)
-    return np.asarray(f(X, X if Y is None else Y), dtype=np.float64)
+    K = np.asarray(f(X, X if Y is None else Y), dtype=np.float64)
+    if not np.all(np.isfinite(K)):
+        raise ValueError("The kernel's values contain NaN or infinity (NaN in the points, "
+                         "or a kernel that overflows for them).")
+    return K
 
 
 def sklearn_equivalent(kernel: str, **params) -> tuple[str, dict]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msvm.teaching.svm import BinarySVM
+from msvm.teaching.svm import BinarySVM, as_signed_labels
 
 __all__ = [
     "KIND_LABELS",
@@ -105,7 +105,9 @@ def plot_decision_function(model, X=None, y=None, *, ax=None, title: str | None 
         Anything with ``decision_function``; a :class:`BinarySVM` also has its
         points split by :meth:`BinarySVM.kkt_kinds`.
     X, y : array-like, optional
-        Points to draw (default: the model's training set, when it has one).
+        Points to draw (default: the model's training set, when it has one);
+        labels ±1 or any two labels (the larger one is +1).  Only the
+        training set is split by KKT kind.
     ax : matplotlib Axes, optional
     title : str, optional
     margins : bool, default=True
@@ -120,9 +122,17 @@ def plot_decision_function(model, X=None, y=None, *, ax=None, title: str | None 
         without α; for a :class:`BinarySVM`, one per KKT kind present, labelled
         by :data:`KIND_LABELS` with the count, e.g. ``'free SV (0 < α < C): 3'``.
     """
+    training = X is None
     X, y = _points(getattr(model, "X", None) if X is None else X,
                    getattr(model, "y", None) if y is None else y)
-    y = y.astype(np.float64)
+    # Labels such as 0/1 drew the 0 class nowhere (only ±1 were scattered).
+    if np.all(np.isin(y, (-1, 1))):
+        y = y.astype(np.float64)
+    elif len(np.unique(y)) == 2:
+        y = as_signed_labels(y)[0]
+    else:
+        raise ValueError("y must be labels ±1 or two labels (the larger one drawn as +1); "
+                         f"got {np.unique(y).tolist()}.")
     resolution = _positive(resolution, "resolution", 2)
     ax = _axes(ax)
     xx, yy, grid = _grid(X, resolution)
@@ -133,7 +143,9 @@ def plot_decision_function(model, X=None, y=None, *, ax=None, title: str | None 
     if margins:
         ax.contour(xx, yy, F, levels=[-1.0, 1.0], colors="k", linestyles="--", linewidths=1.0)
     colors = np.where(y > 0, "#1f77b4", "#d62728")
-    if isinstance(model, BinarySVM) and len(X) == len(model.alpha):
+    # The KKT kinds belong to the training points (not to another set of their size).
+    if isinstance(model, BinarySVM) and (training or (
+            X.shape == model.X.shape and np.array_equal(X, model.X))):
         kinds = model.kkt_kinds()
         style = {"non_sv": dict(marker="o", s=25, edgecolors="none"),
                  "free_sv": dict(marker="o", s=90, edgecolors="k", linewidths=1.8),
@@ -197,7 +209,7 @@ def plot_perceptron_frames(result, n_frames: int = 6, *, ncols: int = 3):
     Returns
     -------
     matplotlib.figure.Figure
-        One axes per frame, titled ``'update t'``, each with the line
+        One axes per frame, titled ``'update t (k mistakes)'``, each with the line
         wᵀx + b = 0 (label ``'w·x + b = 0'``) and the point just updated on
         (label ``'updated point'``).
     """

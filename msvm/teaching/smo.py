@@ -78,6 +78,7 @@ from msvm.teaching.svm import (
     _up_low,
     bias_from_free_svs,
     binary_data,
+    check_C,
     optimal_bias,
 )
 
@@ -294,8 +295,7 @@ def smo(X, y, C: float = 1.0, kernel: str | Callable = "linear", *,
     """
     if pair not in PAIR_RULES:
         raise ValueError(f"pair must be one of {PAIR_RULES}, got {pair!r}.")
-    if not C > 0 or not np.isfinite(C):
-        raise ValueError(f"C must be positive and finite, got {C!r}.")
+    C = check_C(C)
     if not tol >= 0:   # also NaN, which ran until 'stalled'
         raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
     if max_iter is not None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
@@ -58,6 +59,7 @@ __all__ = [
     "as_signed_labels",
     "binary_data",
     "bias_from_free_svs",
+    "check_C",
     "dual_objective",
     "hard_margin_svm",
     "hinge_loss",
@@ -129,6 +131,18 @@ def binary_data(X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                          f"{y.shape}.")
     y_signed, classes = as_signed_labels(y)
     return X, y_signed, classes
+
+
+def check_C(C, name: str = "C") -> float:
+    """``C`` as a float, or a ValueError unless it is a finite number > 0.
+
+    C = ∞ is the hard margin, which :func:`hard_margin_svm` solves; the
+    soft-margin solvers refuse it rather than fail inside the QP solver.
+    """
+    if not isinstance(C, Real) or isinstance(C, bool) or not 0 < C < np.inf:
+        raise ValueError(f"{name} must be a finite number > 0, got {C!r}"
+                         + (" (for C = inf use hard_margin_svm)." if C == np.inf else "."))
+    return float(C)
 
 
 def hinge_loss(s, y) -> np.ndarray:
@@ -493,7 +507,15 @@ def _reference_qp(K: np.ndarray, y: np.ndarray, C: float):
     classes = (y > 0).astype(np.intp)  # −1 → class 0, +1 → class 1 (h₂ = f)
     problem = DualProblem(make_machine("mmr", 2), classes, Kernel(K, "precomputed"), 2.0 * C,
                           True)
-    solution = get_solver("cvxpy").solve(problem)
+    try:
+        solution = get_solver("cvxpy").solve(problem)
+    except ValueError as exc:
+        if "positive semidefinite" not in str(exc):
+            raise
+        # The solver's own advice names MultiClassSVC's solvers; here SMO is the one.
+        raise ValueError(f"{str(exc).split('. Use ')[0]}: the dual is then not concave. "
+                         "msvm.teaching.smo finds a KKT point of it (not necessarily its "
+                         "maximum).") from exc
     if solution.status == "failed":
         raise RuntimeError(f"The reference QP solver failed at C = {C:g}: "
                            f"{solution.info.get('error', '')}")
@@ -523,13 +545,13 @@ def soft_margin_svm(X, y, C: float = 1.0, kernel: str | Callable = "linear",
     Raises
     ------
     ValueError
-        If C is not positive, the data are bad (:func:`binary_data`), or the
+        If C is not a finite number > 0 (C = ∞ is :func:`hard_margin_svm`),
+        the data are bad (:func:`binary_data`), or the
         Gram matrix is not positive semi-definite (the tanh kernel, in
         general): the reference solver solves convex QPs only and refuses
         an indefinite kernel rather than answer another problem.
     """
-    if not C > 0:
-        raise ValueError(f"C must be positive, got {C!r}.")
+    C = check_C(C)
     X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)
@@ -557,7 +579,7 @@ def hard_margin_svm(X, y, kernel: str | Callable = "linear", *, C_start: float =
     y : array-like of shape (n,)
     kernel : str or callable, default='linear'
     C_start, C_max : float
-        The range of C tried.
+        The range of C tried, 0 < ``C_start`` ≤ ``C_max`` < ∞.
     **kernel_params
         The kernel's parameters.
 
@@ -571,8 +593,14 @@ def hard_margin_svm(X, y, kernel: str | Callable = "linear", *, C_start: float =
     ValueError
         If some α_i still reaches C at ``C_max``: the points are not
         separable in the kernel's feature space (or only with a margin
-        below about 1/sqrt(C_max)).
+        below about 1/sqrt(C_max)); or if ``C_start``, ``C_max`` are not
+        as above.
     """
+    # C_start > C_max tried nothing and declared AND not separable; C_max = inf ran
+    # until C overflowed.
+    C_start, C_max = check_C(C_start, "C_start"), check_C(C_max, "C_max")
+    if C_start > C_max:
+        raise ValueError(f"C_start must be <= C_max, got {C_start!r} > {C_max!r}.")
     X, y, _ = binary_data(X, y)
     f = make_kernel(kernel, **kernel_params)
     K = kernel_matrix(X, X, f)

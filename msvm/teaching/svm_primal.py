@@ -72,10 +72,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
-from msvm.teaching.svm import binary_data, hinge_loss, soft_margin_svm
+from msvm.teaching.data import _check_count
+from msvm.teaching.svm import binary_data, check_C, hinge_loss, soft_margin_svm
 
 __all__ = ["SVMPrimalResult", "primal_value", "svm_primal", "svm_primal_limit_C"]
 
@@ -221,10 +223,10 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
         The lecture's SVMPrimal, its batch formula (subgradient descent at
         C), or the C-consistent online update.
     C : float, optional
-        Required for ``'batch'`` and ``'sgd'``; must be None for
+        A finite C > 0, required for ``'batch'`` and ``'sgd'``; must be None for
         ``'online'``, whose C is C* (:func:`svm_primal_limit_C`).
     epochs : int, default=100
-        Passes over the data (``'batch'``: steps).
+        Passes over the data (``'batch'``: steps), at least 1.
     average : bool, default=True
         Return the average of the iterates at the end of the second half of
         the epochs (online modes; reduces the oscillation of a constant
@@ -247,17 +249,25 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     ------
     ValueError
         For an unknown ``mode``, ``lam`` outside (0, 1), a C that does not
-        fit the mode, or bad ``X``, ``y`` (:func:`~msvm.teaching.svm.binary_data`).
+        fit the mode, ``epochs`` < 1, or bad ``X``, ``y``
+        (:func:`~msvm.teaching.svm.binary_data`).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
-    if not 0 < lam < 1:   # also NaN; λ ≤ 0 gave w = 0 or a diverging w without a word
+    # also NaN; λ ≤ 0 gave w = 0 or a diverging w without a word
+    if not isinstance(lam, Real) or isinstance(lam, bool) or not 0 < lam < 1:
         raise ValueError(f"lam must be in (0, 1), got {lam!r}.")
     if mode == "online" and C is not None:
         raise ValueError("The lecture's online SVMPrimal has no C (it converges to C*, see "
                          "svm_primal_limit_C); use mode='sgd' or 'batch' for a given C.")
-    if mode != "online" and (C is None or not C > 0):
+    if mode != "online" and C is None:
         raise ValueError(f"mode={mode!r} needs a positive C.")
+    if C is not None:   # C = inf failed inside the reference QP with an empty message
+        C = check_C(C)
+    if C_limit is not None:
+        C_limit = check_C(C_limit, "C_limit")
+    # epochs=0 was a TypeError (online) or a NaN bound (batch)
+    _check_count("epochs", epochs, 1)
     start = time.perf_counter()
     X, y, _ = binary_data(X, y)
     n = len(y)
