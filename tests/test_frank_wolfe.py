@@ -195,6 +195,26 @@ def test_a_snapped_variable_does_not_end_the_face_phase(bias):
     assert solution.info["fw_gap"] <= 1e-3 * diagnose(problem, solution).dual_objective
 
 
+def test_a_linear_problem_tight_at_every_bound_is_solved():
+    # class_weight='balanced' with one example against 160: the lone example's capacity
+    # equals the other class's total, and the first vertex (every gradient −1) makes the
+    # bias row tight with every column at a bound.  HiGHS's presolve, at the LP's
+    # feasibility tolerance 1e-10, called this LP (s = 0 is feasible) infeasible, and a
+    # Frank–Wolfe fit with a bias raised "HiGHS failed on the linear problem of a
+    # working set: Infeasible".
+    from msvm.solvers.frank_wolfe._lp import LinearProblem
+
+    for n0, C in [(160, 1000.0), (400, 100.0)]:
+        cap = np.r_[np.full(n0, C * (n0 + 1) / (2 * n0)), C * (n0 + 1) / 2]
+        n = n0 + 1
+        nuU = np.r_[np.full(n0, -np.sqrt(2)), np.sqrt(2)].reshape(n, 1, 1)
+        lp = LinearProblem(nuU, np.ones((n, 1), bool), np.zeros((n, 1), np.int32), cap,
+                           np.zeros(1))
+        x, _, value = lp.solve(-np.ones(n))
+        np.testing.assert_allclose(x, cap, rtol=1e-12)
+        assert value == pytest.approx(-cap.sum(), rel=1e-12)
+
+
 @pytest.mark.parametrize("options, message", [
     ({"fw_variant": "sideways"}, "fw_variant must be one of"),
     ({"working_set_size": 1}, "working_set_size must be an integer >= 2"),

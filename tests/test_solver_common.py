@@ -29,6 +29,7 @@ from msvm.solvers._common import (
     TIME_UP,
     drive,
     machine_tables,
+    optimum_radius,
     warn_not_converged,
 )
 
@@ -230,3 +231,39 @@ def test_sparse_precomputed_gram_is_a_matrix():
     kernel = Kernel(sp.csr_matrix(K), "precomputed")
     np.testing.assert_array_equal(kernel.gram(), K)
     np.testing.assert_array_equal(kernel.diagonal(), np.diag(K))
+
+
+def test_optimum_radius_bounds_the_msvm2_optimum():
+    from msvm.problem import DualProblem
+
+    X, y = blobs(5, 4, 40)
+    w = np.random.default_rng(0).uniform(0.01, 10.0, len(y))
+    for C, bias in [(1.0, False), (100.0, True), (0.01, False)]:
+        problem = DualProblem(make_machine("msvm2", 4), y, Kernel(X, "rbf", gamma=0.5), C,
+                              bias, sample_weight=w)
+        alpha = get_solver("s2do_bias" if bias else "s2do").solve(problem, tol=1e-9).alpha
+        assert np.all(np.linalg.norm(alpha, axis=1) <= optimum_radius(problem))
+    assert optimum_radius(make_problem("ww", X, y)) is None
+
+
+@pytest.mark.parametrize("solver, bias", [("s2do", False), ("frank_wolfe", False),
+                                          ("linear", False), ("s2do_bias", True),
+                                          ("frank_wolfe", True)])
+@pytest.mark.parametrize("size", [1e12, 1e300])
+def test_a_huge_msvm2_warm_start_reaches_the_cold_optimum(solver, bias, size):
+    # The M-SVM²'s α has no upper bound: from α = 1e12 the running scores kept round-off
+    # of ~1e-4 after α came down to the optimum (S2DO said 'optimal' at a KKT violation of
+    # 1e-3 with tol=1e-9; Frank–Wolfe and S2DO with a bias 'stalled'), and from 1e300 they
+    # overflowed (Frank–Wolfe with a bias raised "HiGHS failed ...: Empty").
+    X, y = blobs(3, 3, 30)
+    problem = make_problem("msvm2", X, y, C=1.0, bias=bias,
+                           kernel="linear" if solver == "linear" else "rbf")
+    cold = diagnose(problem, get_solver(solver).solve(problem, tol=1e-9))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warm = get_solver(solver).solve(problem, tol=1e-9,
+                                        warm_start=np.full((30, 3), size))
+    assert warm.status == "optimal"
+    exact = diagnose(problem, warm.alpha)          # scores recomputed from α
+    assert exact.kkt_violation <= 1e-8
+    assert exact.dual_objective == pytest.approx(cold.dual_objective, rel=1e-10)

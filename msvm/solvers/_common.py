@@ -271,8 +271,9 @@ def start_point(problem: DualProblem, warm_start) -> np.ndarray:
 
     A warm start of the wrong shape or not finite is a ``ValueError``.
     Negative entries are clipped, slack groups over their capacity C_i scaled back to it (the
-    shape of a solution for a larger C is kept), and with a bias the result is
-    projected onto the equality constraints too
+    shape of a solution for a larger C is kept), for the M-SVM² (no upper bound) an
+    example's α longer than any optimum's (:func:`optimum_radius`) scaled back to that
+    length, and with a bias the result is projected onto the equality constraints too
     (:func:`msvm.diagnostics.project_feasible`).
     """
     if warm_start is None:
@@ -292,11 +293,53 @@ def start_point(problem: DualProblem, warm_start) -> np.ndarray:
         sums = problem.group_sums(alpha)
         cap = problem.capacity[:, None]
         alpha = np.where(sums > cap, alpha * (cap / np.maximum(sums, 1e-300)), alpha)
+    elif problem.has_shift:
+        # Without the scaling, a start of α ~ 1e12 (a solution for a huge C) left the
+        # running scores with round-off of ~1e-4 once α came down to the optimum: S2DO
+        # stopped 'optimal' at a KKT violation of 1e-3 with tol=1e-9, Frank–Wolfe and
+        # S2DO with a bias 'stalled'; from 1e300 the scores overflowed.
+        radius = optimum_radius(problem)
+        if radius is not None:
+            top = alpha.max(axis=1, initial=0.0)
+            norms = top * np.linalg.norm(alpha / np.maximum(top, 1e-300)[:, None], axis=1)
+            over = norms > radius
+            alpha[over] *= (radius[over] / norms[over])[:, None]
     if problem.fit_intercept:
         from msvm.diagnostics import project_feasible
 
         alpha = project_feasible(problem, alpha)
     return np.ascontiguousarray(alpha)
+
+
+def optimum_radius(problem: DualProblem) -> np.ndarray | None:
+    """(m,) bounds r_i ≥ ‖α*_i‖₂ on every optimum of a dual with a kernel shift (the
+    M-SVM²), or None when the machine gives none.
+
+    J(α) = ½ βᵀ(K + S)β − γᵀα with S = diag(s_i) and β_i = ν̄_{y_i}ᵀα_i, so with K
+    positive semidefinite and μ the smallest eigenvalue of the blocks ν̄_y ν̄_yᵀ on the
+    active slots (1/Q for the M-SVM²), J(α) ≥ Σ_i (½ s_i μ t_i² − g_i t_i) with
+    t_i = ‖α_i‖ and g_i = ‖γ_i‖.  The optimum has J* ≤ J(0) = 0 (α = 0 is feasible,
+    with or without a bias), and every term is at least −g_i² / (2 s_i μ); so with
+    A = Σ_i g_i² / (2 s_i μ), ½ s_j μ t_j² − g_j t_j ≤ A, whose root bounds t_j.
+    A start beyond it is scaled back (:func:`start_point`): that changes where a solver
+    starts, never the problem.
+    """
+    s = problem.kernel_shift
+    if not np.all(s > 0):
+        return None
+    active = problem.machine.active
+    nu = np.where(active[:, :, None], problem.machine.nu_centered, 0.0)
+    mu = np.inf
+    for y in range(problem.n_classes):
+        rows = nu[y, active[y]]
+        if len(rows):
+            mu = min(mu, float(np.linalg.eigvalsh(rows @ rows.T)[0]))
+    if not (np.isfinite(mu) and mu > 1e-12):
+        return None
+    g = np.linalg.norm(np.where(problem.active, problem.targets, 0.0), axis=1)
+    A = float(np.sum(g**2 / (2.0 * s * mu)))
+    radius = (g + np.sqrt(g**2 + 2.0 * s * mu * A)) / (s * mu)
+    return radius if np.all(np.isfinite(radius)) else None
 
 
 # ------------------------------------------------------------ option checks

@@ -151,7 +151,9 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     warm_start : DualSolution or ndarray of shape (m, P), optional
         Starting point, e.g. the solution for a neighbouring C on a path over
         C: negative entries are clipped to 0, slack groups over the new C are
-        scaled back to C, and the scores F are rebuilt from it (one Gram row
+        scaled back to C (for the M-SVM², an example's α longer than any optimum's is
+        scaled back to that length: :func:`~msvm.solvers._common.optimum_radius`),
+        and the scores F are rebuilt from it (one Gram row
         per example with a non-zero coefficient).
     verbose : bool
         Show the live progress line of :class:`msvm._progress.SolverProgress`

@@ -103,8 +103,14 @@ class LinearProblem:
         self.highs.run()
         status = self.highs.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
-            # Rare numerical trouble of the warm basis: solve from scratch.
+            # Rare numerical trouble of the warm basis, or of HiGHS's presolve, which at
+            # these feasibility tolerances has called a feasible LP (s = α is feasible)
+            # infeasible when the optimal vertex makes the equality row tight with every
+            # column at a bound (class_weight='balanced' with one example against 400:
+            # the lone example's capacity equals the other class's total): solve from
+            # scratch without presolve.
             self.highs.clearSolver()
+            self.highs.setOptionValue("presolve", "off")
             self.highs.run()
             status = self.highs.getModelStatus()
             if status != highspy.HighsModelStatus.kOptimal:
