@@ -278,7 +278,9 @@ default='rbf'
         Start the next :meth:`fit` from the previous fit's dual solution when
         the training set size and machine match (e.g. along a path over C;
         the solver projects it onto the new constraints: the box, the slack
-        groups and, with a bias, the equality constraints).
+        groups and, with a bias, the equality constraints).  Taken by
+        ``'s2do'``, ``'s2do_bias'``, ``'linear'`` and ``'frank_wolfe'``; the
+        other solvers warn that they ignore it.
     verbose : bool or int, default=False
         Print one line per stage of :meth:`fit` (on stdout) and the
         iterative solvers' live progress (on stderr, at most once a second:
@@ -288,8 +290,10 @@ default='rbf'
         solvers' backend logs.
     random_state : int, RandomState instance or None, default=None
         Seed of randomised solvers (``'online'``: the visiting order, the
-        random patterns and the scheduler's draws; the same seed gives the
-        same model).  The reference solvers are deterministic and ignore it.
+        random patterns and the scheduler's draws; ``'linear'``: the
+        visiting order of each pass; the same seed gives the same model,
+        None a different order, hence a slightly different α, at each fit).
+        The other solvers are deterministic and ignore it.
     online_strategy : {'s2do_all', 'random_pattern_s2do_all', \
 'random_pattern_s2do_pattern'}, default='s2do_all'
         Working-set strategy of the online solver's steps on old support
