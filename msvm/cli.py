@@ -208,9 +208,15 @@ ESTIMATOR_OPTIONS = [
 ]
 
 
-def _add_estimator_options(parser, *, short: bool) -> None:
-    """The rows of ESTIMATOR_OPTIONS, with libsvm's short flags when ``short``."""
+def _add_estimator_options(parser, *, short: bool, precomputed: bool = True) -> None:
+    """The rows of ESTIMATOR_OPTIONS, with libsvm's short flags when ``short`` and
+    ``--kernel precomputed`` only when ``precomputed``."""
     for long, flag, kwargs in ESTIMATOR_OPTIONS:
+        if long == "--kernel" and not precomputed:
+            # msvm fit reads feature files only; precomputed-kernel files are train -t 4's.
+            kwargs = dict(kwargs, choices=[k for k in KERNELS if k != "precomputed"],
+                          help="kernel (default rbf; for precomputed-kernel files use "
+                          "'msvm train -t 4')")
         flags = [f for f in (flag if short else None, long) if f]
         if flags:
             parser.add_argument(*flags, **kwargs)
@@ -274,7 +280,7 @@ def _build_parser() -> _Parser:
     )
     fit.add_argument("train", metavar="TRAIN", help="training file (LIBSVM format)")
     fit.add_argument("--test", metavar="TEST", help="test file (LIBSVM format)")
-    _add_estimator_options(fit, short=False)
+    _add_estimator_options(fit, short=False, precomputed=False)
     fit.add_argument("--verbose", action="store_true",
                      help="a line per fitting stage and the solver's live progress (stderr)")
     fit.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
@@ -502,9 +508,6 @@ def _demo(args, prog: str) -> int:
 def _fit(args, prog: str) -> int:
     from msvm.datasets import load_libsvm_files
 
-    if args.kernel == "precomputed":
-        raise ValueError("msvm fit does not read precomputed kernels; use 'msvm train -t 4' and "
-                         "'msvm predict' (libsvm's precomputed-kernel files)")
     if args.test:
         X_train, y_train, X_test, y_test = load_libsvm_files([args.train, args.test])
     else:

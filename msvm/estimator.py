@@ -205,8 +205,9 @@ default='rbf'
     gamma : {'scale', 'auto'} or float, default='scale'
         γ of the ``'rbf'``, ``'laplace'``, ``'poly'`` and ``'sigmoid'``
         kernels.  ``'scale'`` is 1 / (n_features · X.var()) and ``'auto'`` is
-        1 / n_features, exactly as in :class:`sklearn.svm.SVC`; the value
-        used is stored in ``gamma_``.
+        1 / n_features, exactly as in :class:`sklearn.svm.SVC`, except that
+        with a ``sample_weight`` the variance is weighted by it (see
+        :meth:`fit`); the value used is stored in ``gamma_``.
     coef0 : float, default=0.0
         Independent term of the ``'poly'`` and ``'sigmoid'`` kernels.
     fit_intercept : bool, default=False
@@ -251,9 +252,9 @@ default='rbf'
         Kernel cache budget in MB, in (0, 2²⁰] (1 TiB), for solvers that cache
         Gram rows.  The reference solvers form the full Gram matrix.
     cache_dtype : {'float64', 'float32'}, default='float64'
-        Storage of the cached Gram rows (``'s2do'``): ``'float32'`` holds
-        twice as many rows per MB and solves the dual of the float32-rounded
-        Gram matrix.
+        Storage of the cached Gram rows (``'s2do'`` and ``'s2do_bias'``):
+        ``'float32'`` holds twice as many rows per MB and solves the dual of
+        the float32-rounded Gram matrix.
     max_iter : int or None, default=None
         Iteration cap of the solver (its own notion of iteration).  None: the
         finite budget :func:`msvm.solvers.default_max_iter` of
@@ -262,8 +263,8 @@ default='rbf'
         :data:`msvm.solvers.STALL_SECONDS`).  Reaching the cap gives status
         ``'max_iter'`` and a :class:`~sklearn.exceptions.ConvergenceWarning`.
     n_jobs : int or None, default=None
-        Threads of solvers that use them (``'s2do'``: Gram rows and the
-        per-iteration passes) and of :meth:`predict` and
+        Threads of solvers that use them (``'s2do'`` and ``'s2do_bias'``:
+        Gram rows and the per-iteration passes) and of :meth:`predict` and
         :meth:`decision_function` (blocks of test rows, BLAS on one thread
         each; with None or 1, BLAS keeps its own threads); None means 1
         (also inside a joblib ``parallel_backend`` context, so that each fit
@@ -277,7 +278,9 @@ default='rbf'
         Start the next :meth:`fit` from the previous fit's dual solution when
         the training set size and machine match (e.g. along a path over C;
         the solver projects it onto the new constraints: the box, the slack
-        groups and, with a bias, the equality constraints).
+        groups and, with a bias, the equality constraints).  Taken by
+        ``'s2do'``, ``'s2do_bias'``, ``'linear'`` and ``'frank_wolfe'``; the
+        other solvers warn that they ignore it.
     verbose : bool or int, default=False
         Print one line per stage of :meth:`fit` (on stdout) and the
         iterative solvers' live progress (on stderr, at most once a second:
@@ -285,19 +288,12 @@ default='rbf'
         dual objective, cache hit rate and an estimate of the time left; see
         :mod:`msvm._progress`); ``verbose >= 2`` also shows the reference
         solvers' backend logs.
-    certify : bool, default=True
-        Recompute the training scores from β in float64 (one pass of kernel
-        blocks over the support vectors) before the certificate of
-        ``solution_`` is computed, so that it certifies the user's problem,
-        not the solver's running (possibly float32-cached or long-updated)
-        scores; the largest difference is ``solution_['score_drift']``.  An
-        iterative solver that called its answer optimal but whose float64
-        KKT violation exceeds ``tol`` gets status ``'inaccurate'``.  False
-        skips that pass (it costs n_samples × n_SV kernel evaluations).
     random_state : int, RandomState instance or None, default=None
         Seed of randomised solvers (``'online'``: the visiting order, the
-        random patterns and the scheduler's draws; the same seed gives the
-        same model).  The reference solvers are deterministic and ignore it.
+        random patterns and the scheduler's draws; ``'linear'``: the
+        visiting order of each pass; the same seed gives the same model,
+        None a different order, hence a slightly different α, at each fit).
+        The other solvers are deterministic and ignore it.
     online_strategy : {'s2do_all', 'random_pattern_s2do_all', \
 'random_pattern_s2do_pattern'}, default='s2do_all'
         Working-set strategy of the online solver's steps on old support
@@ -314,6 +310,15 @@ default='rbf'
         ≤ ``tol`` (status ``'optimal'``, the same stopping rule as
         ``'s2do'``).  :meth:`partial_fit` always makes one pass over its
         chunk.
+    certify : bool, default=True
+        Recompute the training scores from β in float64 (one pass of kernel
+        blocks over the support vectors) before the certificate of
+        ``solution_`` is computed, so that it certifies the user's problem,
+        not the solver's running (possibly float32-cached or long-updated)
+        scores; the largest difference is ``solution_['score_drift']``.  An
+        iterative solver that called its answer optimal but whose float64
+        KKT violation exceeds ``tol`` gets status ``'inaccurate'``.  False
+        skips that pass (it costs n_samples × n_SV kernel evaluations).
     class_weight : dict, 'balanced' or None, default=None
         Weights of the classes' losses, as in :class:`sklearn.svm.SVC`:
         example i's loss is multiplied by wᵢ = ``class_weight[yᵢ]`` ·
@@ -372,11 +377,17 @@ default='rbf'
         entry of :meth:`msvm.diagnostics.Diagnostics.as_dict` —
         ``dual_objective``, ``primal_objective``, ``duality_gap``,
         ``relative_gap``, ``kkt_violation``, ``kkt_residual`` (and its
-        parts ``kkt_stationarity``, ``kkt_bounds``, ``kkt_equality``), ``b``,
-        ``b_method``, ``n_support``.  After :meth:`partial_fit` the training
-        data is not kept, so only ``dual_objective`` (over every pattern fed
-        so far) and ``n_support`` are measured; the primal and KKT entries
-        are None, and ``n_seen`` counts the patterns fed so far.
+        parts ``kkt_stationarity``, ``kkt_bounds`` and, with a bias,
+        ``kkt_equality``), ``b`` (zeros without a bias), ``b_method``,
+        ``n_support``, and ``score_drift`` (see ``certify``; None with
+        ``certify=False`` or a solver that returns no running scores).
+        After :meth:`partial_fit` the training data is not kept, so only
+        ``dual_objective`` (over every pattern fed so far) and
+        ``n_support`` are measured: ``primal_objective``,
+        ``duality_gap``, ``relative_gap``, ``kkt_violation``,
+        ``kkt_residual`` and ``b`` are None, the parts of ``kkt_residual``
+        and ``score_drift`` are absent, and ``n_seen`` counts the patterns
+        fed so far.
 
     See Also
     --------

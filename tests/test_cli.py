@@ -120,6 +120,8 @@ def test_missing_file_exits_2(tmp_path, capsys):
     (["--gamma", "wide"], "argument --gamma: must be 'scale', 'auto' or a positive number"),
     (["--C", "many"], "argument --C: invalid float value: 'many'"),
     (["--tol", "-1"], "'tol' parameter of MultiClassSVC must be a float in the range"),
+    # fit reads feature files only; its --help listed 'precomputed' among the kernels.
+    (["--kernel", "precomputed"], "argument --kernel: invalid choice: 'precomputed'"),
 ])
 def test_bad_options_exit_2_with_one_line(libsvm_files, capsys, argv, message):
     code = main(["fit", libsvm_files["train"], *argv])
@@ -128,6 +130,13 @@ def test_bad_options_exit_2_with_one_line(libsvm_files, capsys, argv, message):
     assert len(err.strip().splitlines()) == 1
     assert message in err
     assert err.startswith("msvm fit: error:")
+
+
+def test_fit_help_lists_only_the_kernels_fit_reads(capsys):
+    assert main(["fit", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "{linear,poly,rbf,laplace,sigmoid}" in out
+    assert "msvm train -t 4" in out
 
 
 def test_demo_is_the_default_command(capsys, tmp_path):
