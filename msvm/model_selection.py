@@ -33,9 +33,10 @@ along C (one value of the other parameters), so its warm starts stay inside
 the task; a task of :func:`loo_error` is a chunk of the support vectors.
 The results are collected in the order of the tasks, never of their
 completion, and each task computes what the sequential loop computes, so a
-parallel run returns exactly the sequential run's results.  Nested
-parallelism: the estimator's ``n_jobs=None`` means one solver thread; when p
-tasks run in parallel, an ``n_jobs`` of more than cores / p threads (or
+parallel run returns exactly the sequential run's results.  A positive
+``n_jobs`` above the number of tasks is lowered to it (no idle workers).
+Nested parallelism: the estimator's ``n_jobs=None`` means one solver thread;
+when p tasks run in parallel, an ``n_jobs`` of more than cores / p threads (or
 ``n_jobs < 0``, "every core") is reduced to cores / p (at least 1) inside
 the tasks, and a smaller positive ``n_jobs`` is kept.
 
@@ -174,13 +175,23 @@ def _check_n_jobs(n_jobs) -> None:
                          f"{n_jobs!r}.")
 
 
+def _workers(n_jobs, n_tasks: int):
+    """``n_jobs`` for a :class:`joblib.Parallel` over ``n_tasks`` tasks: a positive
+    ``n_jobs`` above ``n_tasks`` is lowered to it (more workers would idle; joblib fails on
+    a huge number, "Numeric literal ... is too large", or overflows a C int)."""
+    if n_jobs is not None and n_jobs > 0:
+        return min(n_jobs, max(int(n_tasks), 1))
+    return n_jobs
+
+
 def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     """The estimator as the tasks of a map over ``n_jobs`` use it (nested-parallelism guard).
 
     When p tasks run in parallel, an estimator asking for more solver threads
     than cores / p (``n_jobs < 0``: every core) gets cores / p (at least
     one), as joblib's worker processes get by default, so that the tasks
-    together do not ask for more threads than there are cores.
+    together do not ask for more threads than there are cores.  Pass the
+    ``n_jobs`` of :func:`_workers` (p is at most the number of tasks).
     """
     tasks = effective_n_jobs(n_jobs)
     if tasks > 1 and estimator.n_jobs is not None:
@@ -313,12 +324,13 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
         K = kernel.gram() if use_gram else None
         # A few chunks per task slot balance the load (more when a bar shows progress);
         # each point's retraining is the same whatever chunk it falls in.
-        n_tasks = effective_n_jobs(n_jobs)
+        n_tasks = effective_n_jobs(_workers(n_jobs, len(support)))
         n_chunks = 1 if n_tasks == 1 else min(len(support), 4 * n_tasks)
         if verbose:
             n_chunks = max(n_chunks, min(len(support), 100))
         chunks = np.array_split(support, n_chunks)
-        worker = _task_estimator(est, n_jobs)
+        workers = _workers(n_jobs, n_chunks)
+        worker = _task_estimator(est, workers)
         # Each task gets the small parts of the problem in ``spec`` and the arrays apart,
         # which joblib's dask backend sends to the cluster once per call, not once per task.
         spec = (solver_name, setup.classes, setup.gamma, problem.machine, problem.C,
@@ -329,7 +341,7 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
         bar = ProgressBar("loo_error", len(support), "left-out points", enabled=bool(verbose))
         parts = []
         # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
-        for part in Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
+        for part in Parallel(n_jobs=workers, prefer="threads", return_as="generator")(
                 delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk, weight)
                 for chunk in chunks):
             parts.append(part)
@@ -542,11 +554,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             paths[rest].append(index)
         paths = [sorted(path, key=lambda i: grid[i].get("C", estimator.C))
                  for path in paths.values()]
-        worker = _task_estimator(estimator, self.n_jobs)
+        workers = _workers(self.n_jobs, len(paths))
+        worker = _task_estimator(estimator, workers)
         bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
                           enabled=bool(self.verbose))
         done = []
-        for path, result in zip(paths, Parallel(n_jobs=self.n_jobs, return_as="generator")(
+        for path, result in zip(paths, Parallel(n_jobs=workers, return_as="generator")(
                 delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
                                       self.ball_tol, sample_weight)
                 for path in paths), strict=True):

@@ -198,3 +198,33 @@ def test_prediction_on_threads_equals_the_scores_by_hand(wine, case, monkeypatch
     assert [lib["num_threads"] for lib in threadpool_info()] == before
     np.testing.assert_allclose(scores, by_hand, rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(est.predict(X_test), est.classes_[by_hand.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("n_jobs", [10**6, 2**63])
+def test_n_jobs_above_the_tasks_is_lowered_to_them(wine, n_jobs):
+    """A huge n_jobs failed inside joblib ("Numeric literal 2000000 is too large", or an
+    OverflowError for 2**63); now at most one worker per task runs, with the same results."""
+    X, y = wine
+    X, y = X[::4], y[::4]
+    est = MultiClassSVC(model="cs", C=1.0, tol=1e-6)
+    one = loo_error(est, X, y, n_jobs=1)
+    many = loo_error(est, X, y, n_jobs=n_jobs)
+    np.testing.assert_array_equal(one.predictions, many.predictions)
+    assert one.n_errors == many.n_errors
+    grid = {"C": [1.0], "gamma": [0.1, 0.5]}
+    with parallel_backend("threading"):
+        assert_same_search(RadiusMarginSearch(MultiClassSVC(model="msvm2", tol=1e-6), grid,
+                                              n_jobs=1).fit(X, y),
+                           RadiusMarginSearch(MultiClassSVC(model="msvm2", tol=1e-6), grid,
+                                              n_jobs=n_jobs).fit(X, y))
+
+
+def test_one_task_keeps_the_estimator_threads(wine):
+    """One path along C is one task: its fit may use every core (the share is over the
+    tasks that run, not over n_jobs)."""
+    X, y = wine
+    base = _Recording(model="msvm2", tol=1e-4, n_jobs=-1)
+    _Recording.threads = []
+    with parallel_backend("threading"):
+        RadiusMarginSearch(base, {"C": [1.0, 2.0]}, n_jobs=2).fit(X, y)
+    assert _Recording.threads == [-1, -1]
