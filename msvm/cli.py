@@ -431,6 +431,8 @@ def _check_writable(path: str | None, what: str = "--json") -> None:
     """Fail before training, not after, when an output file cannot be written."""
     if path is None:
         return
+    if not path:
+        raise ValueError(f"{what} is an empty path")
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ValueError(f"{what} {path!r} is a directory")
@@ -490,7 +492,7 @@ def _demo(args, prog: str) -> int:
     print(f"solver {', '.join(used)}; accuracy on the test split; relative gap = "
           "(primal - dual) / max(|primal|, |dual|); KKT residual scaled by C "
           "(msvm2: by max(1, max alpha)).")
-    if args.json:
+    if args.json is not None:
         _write_json(args.json, {"command": "demo", "dataset": "sklearn digits",
                                 "n_train": len(y_train), "n_test": len(y_test),
                                 "seed": args.seed, "C": args.C, "solver": args.solver,
@@ -505,7 +507,7 @@ def _fit(args, prog: str) -> int:
     if args.kernel == "precomputed":
         raise ValueError("msvm fit does not read precomputed kernels; use 'msvm train -t 4' and "
                          "'msvm predict' (libsvm's precomputed-kernel files)")
-    if args.test:
+    if args.test is not None:   # '' too: an error, not the training set
         X_train, y_train, X_test, y_test = load_libsvm_files([args.train, args.test])
     else:
         (X_train, y_train), X_test, y_test = load_libsvm_files([args.train]), None, None
@@ -525,7 +527,7 @@ def _fit(args, prog: str) -> int:
     print(_row(args.model, result))
     print()
     print(f"{on} accuracy: {result['accuracy']:.4f}")
-    if args.json:
+    if args.json is not None:
         _write_json(args.json, {
             "command": "fit", "train": args.train, "test": args.test,
             "n_train": int(X_train.shape[0]), "n_test": None if X_test is None else
@@ -643,7 +645,7 @@ def _save(est, path: str, zero_based: bool, train: str) -> None:
 
 def _train(args, prog: str) -> int:
     precomputed = args.kernel == "precomputed"
-    model_path = args.model_file or _default_model_path(args.train)
+    model_path = _default_model_path(args.train) if args.model_file is None else args.model_file
     if args.cv is None:
         _check_writable(model_path, "MODEL")
     X, y, zero_based = _read_libsvm(args.train, precomputed=precomputed)
@@ -737,7 +739,7 @@ def _select(args, prog: str) -> int:
     from msvm.model_selection import RadiusMarginSearch
 
     precomputed = args.kernel == "precomputed"
-    model_path = args.model_file or _default_model_path(args.train)
+    model_path = _default_model_path(args.train) if args.model_file is None else args.model_file
     _check_writable(model_path, "MODEL")
     if args.criterion != "cv" and args.model != "msvm2":
         raise ValueError(f"--criterion {args.criterion}: the radius-margin criteria hold for "

@@ -432,6 +432,28 @@ def test_bad_train_predict_select_exit_2(libsvm_files, capsys, argv, message):
     assert len(err.strip().splitlines()) == 1 and message in err, err
 
 
+@pytest.mark.parametrize("argv,message", [
+    # --test '' was ignored: the accuracy printed was the training set's, with exit 0.
+    (["fit", "TRAIN", "--test", ""], "msvm fit: error: LIBSVM file '' does not exist."),
+    # --json '' wrote nothing, silently.
+    (["fit", "TRAIN", "--json", ""], "msvm fit: error: --json is an empty path"),
+    (["demo", "--json", ""], "msvm demo: error: --json is an empty path"),
+    # MODEL '' wrote TRAIN's default model file instead.
+    (["train", "TRAIN", ""], "msvm train: error: MODEL is an empty path"),
+    (["select", "TRAIN", ""], "msvm select: error: MODEL is an empty path"),
+    # OUTPUT '' failed after predicting with "[Errno 2] No such file or directory: ''".
+    (["predict", "TRAIN", "MODEL", ""], "msvm predict: error: OUTPUT is an empty path"),
+])
+def test_empty_paths_exit_2(libsvm_files, tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "-q", libsvm_files["train"], "m"]) == 0
+    argv = [{"TRAIN": libsvm_files["train"], "MODEL": "m"}.get(a, a) for a in argv]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == message and captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
 def test_select_by_cv_and_by_the_radius_margin_count(libsvm_files, tmp_path, capsys):
     import msvm
     from msvm import RadiusMarginSearch
