@@ -65,6 +65,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def _print_message(self, message, file=None):
+        # argparse drops OSError here: '--help | head -0' then exited 0, not 141 (main).
+        if message:
+            (file or sys.stderr).write(message)
+
 
 def _gamma(text: str):
     if text in ("scale", "auto"):
@@ -805,6 +810,16 @@ def _validate(args, extra: list[str], prog: str) -> int:
     return subprocess.run(command, cwd=root, check=False).returncode
 
 
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``msvm ... | head``): stop quietly, as Unix tools do
+    (stdout to /dev/null, so that the exit's flush does not fail again), status 141."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):   # no file descriptor (a replaced sys.stdout)
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -828,6 +843,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.parse_args(argv)   # the usual one-line error for unknown arguments
     except SystemExit as exc:  # --help, --version or a usage error (already printed)
         return int(exc.code or 0)
+    except BrokenPipeError:   # --help or --version to a reader that went away
+        return _broken_pipe()
     prog = f"msvm {args.command}"
     try:
         _check_writable(getattr(args, "json", None))
@@ -836,9 +853,7 @@ def main(argv: list[str] | None = None) -> int:
         return {"demo": _demo, "fit": _fit, "train": _train, "predict": _predict,
                 "select": _select}[args.command](args, prog)
     except BrokenPipeError:
-        # The reader went away (e.g. `msvm fit ... | head`): stop quietly, as Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return _broken_pipe()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

@@ -630,3 +630,20 @@ def test_train_predict_round_trip_on_shared_sets(tmp_path, capsys, name, model, 
     clear = top2[:, 1] - top2[:, 0] > 2 * np.max(np.abs(h_cli - h_api))
     np.testing.assert_array_equal(cli.predict(Xt_read)[clear], api.predict(Xt_read)[clear])
     assert clear.mean() > 0.9   # the comparison is not vacuous
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["--version"]])
+def test_help_to_a_closed_pipe_exits_141(args):
+    """argparse dropped the BrokenPipeError of its help text: '--help | head -0' exited 0."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "msvm", *args], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+    shown = _run(args)
+    assert shown.returncode == 0 and "msvm" in shown.stdout
