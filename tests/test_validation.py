@@ -179,3 +179,31 @@ def test_s2do_plain_turns_every_acceleration_off():
     options = registry.get_entry("s2do_plain").options
     assert {name: options.get(name) for name in s2do.ACCELERATIONS} == \
         dict.fromkeys(s2do.ACCELERATIONS, False)
+
+
+def test_interrupt_and_closed_stdout_exit_130_and_141(monkeypatch, capsys):
+    """A Ctrl-C ended the suite with a KeyboardInterrupt traceback (also under 'msvm
+    validate', which itself printed one line and exited 130); '--list | head -0' with a
+    BrokenPipeError traceback and status 1."""
+    import os
+    import subprocess
+
+    import validation.__main__ as suite
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(suite, "run", interrupted)
+    with pytest.raises(SystemExit) as exc:
+        suite.main([])
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "validation: interrupted\n"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "validation", "--quick", "--list"],
+                              cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -302,7 +303,19 @@ def _write_bounds_only(args, jobs: int, argv, out) -> int:
 
 
 def main(argv=None) -> None:
-    sys.exit(run(argv))
+    """``python -m validation``: exit with :func:`run`'s status; 130 after Ctrl-C and 141
+    when the reader of stdout goes away (``--list | head``), without a traceback, as the
+    ``msvm`` command line does."""
+    try:
+        code = run(argv)
+    except KeyboardInterrupt:
+        print("validation: interrupted", file=sys.stderr)
+        code = 130
+    except BrokenPipeError:
+        # stdout to /dev/null, so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
+    sys.exit(code)
 
 
 if __name__ == "__main__":
