@@ -201,7 +201,24 @@ def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     return estimator
 
 
-def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
+class _Stop:
+    """Tells the tasks of a map still running in threads to stop after their current solve.
+
+    Set when the caller stops waiting for them (Ctrl-C, or another task's error):
+    joblib's threading backend cannot stop a running task, and a task is a chunk of
+    solves, so without it the worker threads went on with their chunks in the
+    background.  Tasks in other processes (loky, Dask) get a fresh, unset copy; joblib
+    ends those workers itself.
+    """
+
+    def __init__(self):
+        self.stopped = False
+
+    def __reduce__(self):
+        return (_Stop, ())
+
+
+def _retrain(estimator, spec, y, alpha, X, K, points, weight=None, stop=None):
     """LOO scores h(x_p) of the machine retrained without p, and each solve's status.
 
     ``spec`` holds the small parts of the full problem (see :func:`loo_error`); the
@@ -214,6 +231,8 @@ def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
     out = np.empty((len(points), machine.n_classes))
     statuses = np.empty(len(points), dtype=object)
     for k, p in enumerate(points):
+        if stop is not None and stop.stopped:   # the caller has gone: nobody reads the rest
+            return out[:k], statuses[:k]
         keep = np.flatnonzero(np.arange(m) != p)
         if K is not None:
             data = np.ascontiguousarray(K[np.ix_(keep, keep)])
@@ -339,14 +358,18 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
         X_points = kernel.X if K is None else None
         weight = problem.sample_weight if problem.weighted else None
         bar = ProgressBar("loo_error", len(support), "left-out points", enabled=bool(verbose))
-        parts = []
+        parts, stop = [], _Stop()
         # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
-        for part in Parallel(n_jobs=workers, prefer="threads", return_as="generator")(
-                delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk, weight)
-                for chunk in chunks):
-            parts.append(part)
-            bar.update(len(part[0]))
-        bar.close()
+        try:
+            for part in Parallel(n_jobs=workers, prefer="threads", return_as="generator")(
+                    delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk, weight,
+                                      stop)
+                    for chunk in chunks):
+                parts.append(part)
+                bar.update(len(part[0]))
+        finally:
+            stop.stopped = True
+            bar.close()
         scores[support] = np.concatenate([part[0] for part in parts])
         statuses = np.concatenate([part[1] for part in parts])
         failed = statuses != "optimal"
@@ -369,7 +392,7 @@ def _rank_key(record: dict, criterion: str) -> tuple:
     return (not record["converged"], record["bound"])
 
 
-def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None):
+def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None, stop=None):
     """One task of :class:`RadiusMarginSearch`: the grid points of one path along C.
 
     ``path`` lists the parameters of each point, by increasing C; each fit
@@ -380,6 +403,8 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None)
     """
     records, best, previous, ball = [], None, None, None
     for params in path:
+        if stop is not None and stop.stopped:   # the caller has gone (see _Stop)
+            break
         est = clone(estimator).set_params(**params)
         tic = time.perf_counter()
         setup = est.prepare_fit(X, y, sample_weight)
@@ -558,16 +583,20 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         worker = _task_estimator(estimator, workers)
         bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
                           enabled=bool(self.verbose))
-        done = []
-        for path, result in zip(paths, Parallel(n_jobs=workers, return_as="generator")(
-                delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
-                                      self.ball_tol, sample_weight)
-                for path in paths), strict=True):
-            done.append(result)
-            last = result[0][-1]
-            bar.update(len(path), note=f"{grid[path[-1]]}: bound {last['bound']:.4g} "
-                                       f"({last['bound_rate']:.2%}), R2 {last['radius2']:.4g}")
-        bar.close()
+        done, stop = [], _Stop()
+        try:
+            for path, result in zip(paths, Parallel(n_jobs=workers, return_as="generator")(
+                    delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
+                                          self.ball_tol, sample_weight, stop)
+                    for path in paths), strict=True):
+                done.append(result)
+                last = result[0][-1]
+                bar.update(len(path), note=f"{grid[path[-1]]}: bound {last['bound']:.4g} "
+                                           f"({last['bound_rate']:.2%}), R2 "
+                                           f"{last['radius2']:.4g}")
+        finally:
+            stop.stopped = True
+            bar.close()
         records = [None] * len(grid)
         best = None  # (grid index, solution): the first best in path order, as a loop finds it
         for path, (path_records, path_best) in zip(paths, done, strict=True):

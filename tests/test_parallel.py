@@ -228,3 +228,38 @@ def test_one_task_keeps_the_estimator_threads(wine):
     with parallel_backend("threading"):
         RadiusMarginSearch(base, {"C": [1.0, 2.0]}, n_jobs=2).fit(X, y)
     assert _Recording.threads == [-1, -1]
+
+
+@pytest.mark.parametrize("what", ["loo", "search"])
+def test_worker_threads_stop_when_the_caller_is_interrupted(wine, monkeypatch, what):
+    """Ctrl-C during a threaded loo_error / RadiusMarginSearch raised KeyboardInterrupt at
+    once, but the worker threads went on solving the rest of their chunks (paths) in the
+    background; now each stops after the solve it is in."""
+    import _thread
+    import time
+
+    from msvm import model_selection
+
+    solve, calls, lock = model_selection._solve, [], threading.Lock()
+
+    def counted(*args, **kwargs):
+        with lock:
+            calls.append(threading.current_thread() is threading.main_thread())
+            if len(calls) == 3:
+                _thread.interrupt_main()   # Ctrl-C, while both workers are busy
+        time.sleep(0.05)
+        return solve(*args, **kwargs)
+
+    X, y = wine
+    monkeypatch.setattr(model_selection, "_solve", counted)
+    with pytest.raises(KeyboardInterrupt), parallel_backend("threading"):
+        if what == "loo":   # the full solve here, then 8 chunks of retrained points
+            loo_error(MultiClassSVC(model="cs", C=10.0, tol=1e-6), X, y, n_jobs=2)
+        else:   # two paths of 12 points along C
+            RadiusMarginSearch(MultiClassSVC(model="msvm2", tol=1e-4),
+                               {"C": list(np.logspace(-1, 2, 12)), "gamma": [0.1, 0.5]},
+                               n_jobs=2).fit(X, y)
+    time.sleep(1.0)   # a worker still going would go on solving meanwhile
+    with lock:
+        after = len(calls) - 3
+    assert after <= 2, f"{after} solves after the interrupt"   # at most one per worker
