@@ -169,10 +169,20 @@ def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
 
 
 def _check_n_jobs(n_jobs) -> None:
+    """``n_jobs`` is None or a non-zero integer, and the active joblib backend can run tasks."""
     if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
                                or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
                          f"{n_jobs!r}.")
+    from joblib.parallel import get_active_backend
+
+    client = getattr(get_active_backend()[0], "client", None)   # joblib's Dask backend
+    status = getattr(client, "status", "running")
+    if status in ("closing", "closed"):
+        # Else: "AttributeError: 'NoneType' object has no attribute 'ncores'" from joblib.
+        raise RuntimeError(f"joblib's 'dask' backend is active with a Dask client that is "
+                           f"{status} ({client!r}); open a client (distributed.Client) for "
+                           "parallel_backend('dask', client=...), or leave that context.")
 
 
 def _workers(n_jobs, n_tasks: int):

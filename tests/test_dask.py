@@ -229,3 +229,18 @@ def test_partial_fit_dask_skips_empty_blocks(digits):
                                     da.from_array(y, chunks=chunks[:1]))
     _same_model(reference, streamed)
     assert streamed.solution_["n_seen"] == 600
+
+
+def test_a_closed_client_is_a_clear_error(wine):
+    """joblib's dask backend with a closed client failed with "AttributeError: 'NoneType'
+    object has no attribute 'ncores'" from deep inside joblib."""
+    X, y = wine
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None) as closed:
+        pass
+    assert closed.status == "closed"
+    with joblib.parallel_backend("dask", client=closed):
+        with pytest.raises(RuntimeError, match="Dask client that is closed"):
+            loo_error(MultiClassSVC(model="cs"), X, y, n_jobs=2)
+        with pytest.raises(RuntimeError, match="Dask client that is closed"):
+            RadiusMarginSearch(MultiClassSVC(model="msvm2"), {"C": [1.0]}).fit(X, y)
