@@ -477,6 +477,12 @@ def _demo(args, prog: str) -> int:
     if not n_classes <= args.n_train <= len(y) - n_classes:
         raise ValueError(f"--n-train must be between {n_classes} and {len(y) - n_classes}, "
                          f"got {args.n_train}")
+    if not 0 <= args.seed < 2**32:   # (else train_test_split's random_state error)
+        raise ValueError(f"--seed must be between 0 and {2**32 - 1}, got {args.seed}")
+    estimators = [MultiClassSVC(model=model, C=args.C, solver=args.solver, tol=args.tol)
+                  for model in models]
+    for est in estimators:   # --C, --tol: an error before the table starts, not after
+        est._check_params()
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, train_size=args.n_train, stratify=y, random_state=args.seed)
     print(f"{prog}: scikit-learn digits ({len(y)} images 8x8, {n_classes} classes, "
@@ -487,8 +493,7 @@ def _demo(args, prog: str) -> int:
     print()
     print(_header())
     results = []
-    for model in models:
-        est = MultiClassSVC(model=model, C=args.C, solver=args.solver, tol=args.tol)
+    for model, est in zip(models, estimators, strict=True):
         result = _fit_and_score(est, X_train, y_train, X_test, y_test, prog)
         print(_row(model, result), flush=True)
         results.append({"model": model, "gamma": est.gamma_, **result})
@@ -757,6 +762,14 @@ def _select(args, prog: str) -> int:
 
     points = list(ParameterGrid(grid))
     base = _estimator(args, verbose=0)
+    # Bad options fail before the table starts, not after its header (or some of its rows).
+    for params in points:
+        clone(base).set_params(**params)._check_params()
+    if args.criterion == "cv":
+        if args.cv < 2:
+            raise ValueError(f"-v: cross-validation needs at least 2 folds, got {args.cv}")
+        if args.cv > len(y):
+            raise ValueError(f"-v: {args.cv} folds of {len(y)} samples; at most {len(y)}")
     print(f"{prog}: {args.train}: {X.shape[0]} samples, {len(np.unique(y))} classes; "
           f"{len(points)} grid points, criterion {args.criterion}"
           + (f" ({args.cv}-fold accuracy)" if args.criterion == "cv" else ""))

@@ -454,6 +454,26 @@ def test_empty_paths_exit_2(libsvm_files, tmp_path, monkeypatch, capsys, argv, m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
 
 
+@pytest.mark.parametrize("argv,message", [
+    # Each failed after the table's header (select -v, demo --C/--tol), some after a demo fit.
+    (["select", "-v", "0", "TRAIN"], "-v: cross-validation needs at least 2 folds, got 0"),
+    (["select", "-v", "1000", "TRAIN"], "-v: 1000 folds of 60 samples; at most 60"),
+    (["select", "-e", "nan", "TRAIN"], "The 'tol' parameter of MultiClassSVC must be"),
+    (["demo", "--C", "nan"], "The 'C' parameter of MultiClassSVC must be"),
+    (["demo", "--tol", "-1"], "The 'tol' parameter of MultiClassSVC must be"),
+    # train_test_split's "The 'random_state' parameter of train_test_split must be ...".
+    (["demo", "--seed", "-1"], "--seed must be between 0 and 4294967295, got -1"),
+])
+def test_bad_options_fail_before_any_output(libsvm_files, tmp_path, capsys, argv, message):
+    argv = [libsvm_files["train"] if a == "TRAIN" else a for a in argv]
+    if argv[0] == "select":
+        argv.append(str(tmp_path / "m"))
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert message in captured.err, captured.err
+
+
 def test_select_by_cv_and_by_the_radius_margin_count(libsvm_files, tmp_path, capsys):
     import msvm
     from msvm import RadiusMarginSearch
