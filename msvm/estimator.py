@@ -563,6 +563,8 @@ default='rbf'
             if (option in module.OPTIONS or option == "random_state"
                     or _same(value, _DEFAULTS[option])):
                 continue
+            if option == "n_jobs" and self._n_jobs() == 1:
+                continue   # 1 is what None means: what a single-threaded solver does
             message = (f"Solver {name!r} does not use {option}={value!r} (it honours "
                        f"{sorted(module.OPTIONS)}).")
             if option in _DEFINING_OPTIONS:

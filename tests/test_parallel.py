@@ -263,3 +263,19 @@ def test_worker_threads_stop_when_the_caller_is_interrupted(wine, monkeypatch, w
     with lock:
         after = len(calls) - 3
     assert after <= 2, f"{after} solves after the interrupt"   # at most one per worker
+
+
+@pytest.mark.parametrize("solver", ["online", "frank_wolfe", "linear"])
+def test_n_jobs_1_is_not_an_ignored_option(wine, solver):
+    """n_jobs=1 means what the default None means (one thread), yet the single-threaded
+    solvers warned "does not use n_jobs=1", also in every task of a parallel loo_error,
+    whose nested-parallelism guard sets n_jobs=1."""
+    import warnings
+
+    X, y = wine
+    kernel = "linear" if solver == "linear" else "rbf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MultiClassSVC(solver=solver, kernel=kernel, n_jobs=1).fit(X, y)
+    with pytest.warns(UserWarning, match=f"Solver '{solver}' does not use n_jobs=2"):
+        MultiClassSVC(solver=solver, kernel=kernel, n_jobs=2).fit(X, y)
