@@ -281,7 +281,8 @@ def _build_parser() -> _Parser:
     fit.add_argument("--test", metavar="TEST", help="test file (LIBSVM format)")
     _add_estimator_options(fit, short=False)
     fit.add_argument("--verbose", action="store_true",
-                     help="a line per fitting stage and the solver's live progress (stderr)")
+                     help="a line per fitting stage (stdout) and the solver's live progress "
+                     "(stderr)")
     fit.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
 
     train = sub.add_parser(
@@ -297,7 +298,8 @@ def _build_parser() -> _Parser:
     train.add_argument("-v", dest="cv", type=int, metavar="K",
                        help="K-fold cross-validation accuracy (stratified, shuffled by --seed)")
     train.add_argument("--verbose", action="store_true",
-                       help="a line per fitting stage and the solver's live progress (stderr)")
+                       help="a line per fitting stage (stdout) and the solver's live progress "
+                       "(stderr)")
     train.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     train.add_argument("--shrinking", type=int, choices=[0, 1], default=1,
                        help="svm-train's -h 0|1, accepted so that its command lines run, and "

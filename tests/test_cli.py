@@ -578,6 +578,9 @@ def test_verbose_train_shows_progress_lines(long_fit_file, tmp_path):
     assert lines[-1].endswith("done") and "100%" in lines[-1]
     assert "ETA" in lines[0]
     assert "[MultiClassSVC] solve: online status=optimal" in done.stdout
+    # As --help says (it said both went to stderr).
+    assert "fitting stage (stdout) and the solver's live progress (stderr)" in " ".join(
+        _run(["train", "--help"]).stdout.split())
 
 
 def test_verbose_on_a_terminal_is_one_updating_line(long_fit_file, tmp_path):
