@@ -434,8 +434,9 @@ def _fit_and_score(estimator, X_train, y_train, X_eval, y_eval, prog: str) -> di
     }
 
 
-def _check_writable(path: str | None, what: str = "--json") -> None:
-    """Fail before training, not after, when an output file cannot be written."""
+def _check_writable(path: str | None, what: str = "--json", inputs: dict | None = None) -> None:
+    """Fail before training, not after, when an output file cannot be written, or would
+    overwrite one of ``inputs`` (name: path of the files the command reads)."""
     if path is None:
         return
     if not path:
@@ -443,6 +444,11 @@ def _check_writable(path: str | None, what: str = "--json") -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ValueError(f"{what} {path!r} is a directory")
+    for name, source in (inputs or {}).items():
+        if source and os.path.exists(path) and os.path.exists(source) \
+                and os.path.samefile(path, source):
+            raise ValueError(f"{what} {path!r} is the {name} file: writing it would destroy "
+                             "what is read")
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise ValueError(f"{what} {path!r}: folder {folder!r} does not exist or is not writable")
 
@@ -659,7 +665,7 @@ def _train(args, prog: str) -> int:
     precomputed = args.kernel == "precomputed"
     model_path = _default_model_path(args.train) if args.model_file is None else args.model_file
     if args.cv is None:
-        _check_writable(model_path, "MODEL")
+        _check_writable(model_path, "MODEL", {"TRAIN": args.train})
     X, y, zero_based = _read_libsvm(args.train, precomputed=precomputed)
     est = _estimator(args)
     say = (lambda *a: None) if args.quiet else print
@@ -705,7 +711,7 @@ def _predict(args, prog: str) -> int:
     zero_based = info["metadata"].get("libsvm", {}).get("zero_based", False)
     to_stdout = args.output in (None, "-")
     if not to_stdout:
-        _check_writable(args.output, "OUTPUT")
+        _check_writable(args.output, "OUTPUT", {"TEST": args.test, "MODEL": args.model_file})
     X, y, _ = _read_libsvm(args.test, precomputed=precomputed, zero_based=zero_based,
                            n_features=model.shape_fit_[0] if precomputed
                            else model.n_features_in_)
@@ -752,7 +758,7 @@ def _select(args, prog: str) -> int:
 
     precomputed = args.kernel == "precomputed"
     model_path = _default_model_path(args.train) if args.model_file is None else args.model_file
-    _check_writable(model_path, "MODEL")
+    _check_writable(model_path, "MODEL", {"TRAIN": args.train})
     if args.criterion != "cv" and args.model != "msvm2":
         raise ValueError(f"--criterion {args.criterion}: the radius-margin criteria hold for "
                          f"--model msvm2 only, got --model {args.model} (use --criterion cv)")
@@ -862,7 +868,8 @@ def main(argv: list[str] | None = None) -> int:
         return _broken_pipe()
     prog = f"msvm {args.command}"
     try:
-        _check_writable(getattr(args, "json", None))
+        _check_writable(getattr(args, "json", None), inputs={
+            "TRAIN": getattr(args, "train", None), "TEST": getattr(args, "test", None)})
         if args.command == "validate":
             return _validate(args, extra, prog)
         return {"demo": _demo, "fit": _fit, "train": _train, "predict": _predict,

@@ -474,6 +474,30 @@ def test_bad_options_fail_before_any_output(libsvm_files, tmp_path, capsys, argv
     assert message in captured.err, captured.err
 
 
+@pytest.mark.parametrize("argv,message", [
+    # The model replaced the training data, the predictions the model or the test data.
+    (["train", "-q", "DATA", "./DATA"], "MODEL './data.svm' is the TRAIN file"),
+    (["select", "--log2c", "0,0,1", "--log2g", "0,0,1", "DATA", "DATA"],
+     "MODEL 'data.svm' is the TRAIN file"),
+    (["predict", "DATA", "MODEL", "MODEL"], "OUTPUT 'm.model' is the MODEL file"),
+    (["predict", "DATA", "MODEL", "DATA"], "OUTPUT 'data.svm' is the TEST file"),
+    (["fit", "DATA", "--json", "DATA"], "--json 'data.svm' is the TRAIN file"),
+])
+def test_an_output_that_is_an_input_exits_2(libsvm_files, tmp_path, monkeypatch, capsys,
+                                             argv, message):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(libsvm_files["train"], "data.svm")
+    assert main(["train", "-q", "data.svm", "m.model"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    argv = [a.replace("DATA", "data.svm").replace("MODEL", "m.model") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_select_by_cv_and_by_the_radius_margin_count(libsvm_files, tmp_path, capsys):
     import msvm
     from msvm import RadiusMarginSearch
