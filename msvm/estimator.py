@@ -525,6 +525,9 @@ default='rbf'
         if self.n_jobs == 0:
             raise ValueError("n_jobs == 0 has no meaning; use None (1 thread), a positive "
                              "number of threads or -1 (all cores).")
+        if isinstance(self.n_jobs, (bool, np.bool_)):   # an Integral to the constraint above
+            raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
+                             f"{self.n_jobs!r}.")
 
     def _n_jobs(self) -> int:
         """``n_jobs`` with None read as 1 thread, also inside a joblib context (where

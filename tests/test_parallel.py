@@ -279,3 +279,14 @@ def test_n_jobs_1_is_not_an_ignored_option(wine, solver):
         MultiClassSVC(solver=solver, kernel=kernel, n_jobs=1).fit(X, y)
     with pytest.warns(UserWarning, match=f"Solver '{solver}' does not use n_jobs=2"):
         MultiClassSVC(solver=solver, kernel=kernel, n_jobs=2).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["s2do", "online"])
+def test_n_jobs_true_is_refused_before_the_fit(wine, solver):
+    """n_jobs=True passed the parameter check (a bool is an Integral): solver 's2do' failed
+    after the data and kernel setup, solver 'online' fitted (True read as 1 thread)."""
+    X, y = wine
+    est = MultiClassSVC(solver=solver, n_jobs=True)
+    with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+        est.fit(X, y)
+    assert not hasattr(est, "classes_")
