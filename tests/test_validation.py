@@ -207,3 +207,30 @@ def test_interrupt_and_closed_stdout_exit_130_and_141(monkeypatch, capsys):
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_bad_jobs_json_and_dask_address_are_one_line_errors(monkeypatch, capsys, tmp_path):
+    """--jobs 0 and --json '' ended in tracebacks ("n_jobs == 0 in Parallel has no meaning",
+    "IsADirectoryError: '.'"), as did an unreachable --dask scheduler (OSError); --jobs 100000
+    spawned that many worker processes (minutes) for a handful of rows."""
+    import validation.__main__ as suite
+
+    for argv in (["--jobs", "0"], ["--dask", "local", "--jobs", "-1"], ["--json", ""]):
+        with pytest.raises(SystemExit) as exc:
+            run(["--quick", *argv])
+        assert exc.value.code == 2
+        assert "--jobs must be" in capsys.readouterr().err or argv[0] == "--json"
+    path = tmp_path / "rows.json"
+    assert run(["--quick", "--filter", "/ww/nobias/linear/", "--bounds", "skip", "--jobs",
+                "100000", "--json", str(path)], out=io.StringIO()) == 0
+    assert json.loads(path.read_text())["summary"]["n_fail"] == 0
+
+    def unreachable(argv):
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:1 after 30 s")
+
+    monkeypatch.setattr(suite, "run", unreachable)
+    with pytest.raises(SystemExit) as exc:
+        suite.main([])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == ("python -m validation: error: Timed out trying to "
+                                       "connect to tcp://127.0.0.1:1 after 30 s\n")
