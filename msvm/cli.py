@@ -877,6 +877,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _broken_pipe()
     except KeyboardInterrupt:
+        from msvm._progress import end_open_lines
+
+        end_open_lines()   # not after the progress line that the interrupt left open
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError) as exc:

@@ -694,3 +694,29 @@ def test_help_to_a_closed_pipe_exits_141(args):
     assert (done.returncode, done.stderr) == (141, "")
     shown = _run(args)
     assert shown.returncode == 0 and "msvm" in shown.stdout
+
+
+def test_interrupt_message_starts_its_own_line_on_a_terminal(monkeypatch):
+    """Ctrl-C during a --verbose fit on a terminal left the solver's progress line open
+    (rewritten in place, no newline): 'msvm train: interrupted' was appended to it."""
+    import io
+
+    import msvm.cli
+    from msvm._progress import SolverProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+
+    def interrupted(args, prog):
+        progress = SolverProgress("s2do", 1e-3, enabled=True)
+        progress.report(10, 0.5)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(msvm.cli, "_train", interrupted)
+    assert main(["train", "x.svm"]) == 130
+    text = err.getvalue()
+    assert text.startswith("\rs2do  ") and text.endswith("\nmsvm train: interrupted\n"), text
