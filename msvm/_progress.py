@@ -27,8 +27,12 @@ from __future__ import annotations
 import math
 import sys
 import time
+import weakref
 
-__all__ = ["INTERVAL", "ProgressBar", "SolverProgress"]
+__all__ = ["INTERVAL", "ProgressBar", "SolverProgress", "end_open_lines"]
+
+#: The lines being rewritten on a terminal (a report shown, the line not ended yet).
+_OPEN: weakref.WeakSet = weakref.WeakSet()
 
 #: Smallest time between two reports (seconds); the final report always shows.
 INTERVAL = 1.0
@@ -73,9 +77,11 @@ class _Line:
             # Pad with spaces over the end of a longer previous line.
             self.stream.write("\r" + text + " " * max(self.width - len(text), 0))
             self.width = len(text)
+            _OPEN.add(self)
             if final:
                 self.stream.write("\n")
                 self.width = 0
+                _OPEN.discard(self)
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
@@ -86,6 +92,17 @@ class _Line:
             self.stream.write("\n")
             self.stream.flush()
             self.width = 0
+        _OPEN.discard(self)
+
+
+def end_open_lines() -> None:
+    """End every progress line left open on a terminal, e.g. by a solve that Ctrl-C
+    stopped between two reports, so that what is printed next starts a line of its own."""
+    for line in list(_OPEN):
+        try:
+            line.close()
+        except (OSError, ValueError):   # the terminal went away
+            pass
 
 
 class SolverProgress:

@@ -65,6 +65,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def _print_message(self, message, file=None):
+        # argparse drops OSError here: '--help | head -0' then exited 0, not 141 (main).
+        if message:
+            (file or sys.stderr).write(message)
+
 
 def _gamma(text: str):
     if text in ("scale", "auto"):
@@ -282,7 +287,8 @@ def _build_parser() -> _Parser:
     fit.add_argument("--test", metavar="TEST", help="test file (LIBSVM format)")
     _add_estimator_options(fit, short=False, precomputed=False)
     fit.add_argument("--verbose", action="store_true",
-                     help="a line per fitting stage and the solver's live progress (stderr)")
+                     help="a line per fitting stage (stdout) and the solver's live progress "
+                     "(stderr)")
     fit.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
 
     train = sub.add_parser(
@@ -298,7 +304,8 @@ def _build_parser() -> _Parser:
     train.add_argument("-v", dest="cv", type=int, metavar="K",
                        help="K-fold cross-validation accuracy (stratified, shuffled by --seed)")
     train.add_argument("--verbose", action="store_true",
-                       help="a line per fitting stage and the solver's live progress (stderr)")
+                       help="a line per fitting stage (stdout) and the solver's live progress "
+                       "(stderr)")
     train.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     train.add_argument("--shrinking", type=int, choices=[0, 1], default=1,
                        help="svm-train's -h 0|1, accepted so that its command lines run, and "
@@ -433,13 +440,21 @@ def _fit_and_score(estimator, X_train, y_train, X_eval, y_eval, prog: str) -> di
     }
 
 
-def _check_writable(path: str | None, what: str = "--json") -> None:
-    """Fail before training, not after, when an output file cannot be written."""
+def _check_writable(path: str | None, what: str = "--json", inputs: dict | None = None) -> None:
+    """Fail before training, not after, when an output file cannot be written, or would
+    overwrite one of ``inputs`` (name: path of the files the command reads)."""
     if path is None:
         return
+    if not path:
+        raise ValueError(f"{what} is an empty path")
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ValueError(f"{what} {path!r} is a directory")
+    for name, source in (inputs or {}).items():
+        if source and os.path.exists(path) and os.path.exists(source) \
+                and os.path.samefile(path, source):
+            raise ValueError(f"{what} {path!r} is the {name} file: writing it would destroy "
+                             "what is read")
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise ValueError(f"{what} {path!r}: folder {folder!r} does not exist or is not writable")
 
@@ -476,6 +491,12 @@ def _demo(args, prog: str) -> int:
     if not n_classes <= args.n_train <= len(y) - n_classes:
         raise ValueError(f"--n-train must be between {n_classes} and {len(y) - n_classes}, "
                          f"got {args.n_train}")
+    if not 0 <= args.seed < 2**32:   # (else train_test_split's random_state error)
+        raise ValueError(f"--seed must be between 0 and {2**32 - 1}, got {args.seed}")
+    estimators = [MultiClassSVC(model=model, C=args.C, solver=args.solver, tol=args.tol)
+                  for model in models]
+    for est in estimators:   # --C, --tol: an error before the table starts, not after
+        est._check_params()
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, train_size=args.n_train, stratify=y, random_state=args.seed)
     print(f"{prog}: scikit-learn digits ({len(y)} images 8x8, {n_classes} classes, "
@@ -486,8 +507,7 @@ def _demo(args, prog: str) -> int:
     print()
     print(_header())
     results = []
-    for model in models:
-        est = MultiClassSVC(model=model, C=args.C, solver=args.solver, tol=args.tol)
+    for model, est in zip(models, estimators, strict=True):
         result = _fit_and_score(est, X_train, y_train, X_test, y_test, prog)
         print(_row(model, result), flush=True)
         results.append({"model": model, "gamma": est.gamma_, **result})
@@ -496,7 +516,7 @@ def _demo(args, prog: str) -> int:
     print(f"solver {', '.join(used)}; accuracy on the test split; relative gap = "
           "(primal - dual) / max(|primal|, |dual|); KKT residual scaled by C "
           "(msvm2: by max(1, max alpha)).")
-    if args.json:
+    if args.json is not None:
         _write_json(args.json, {"command": "demo", "dataset": "sklearn digits",
                                 "n_train": len(y_train), "n_test": len(y_test),
                                 "seed": args.seed, "C": args.C, "solver": args.solver,
@@ -508,7 +528,7 @@ def _demo(args, prog: str) -> int:
 def _fit(args, prog: str) -> int:
     from msvm.datasets import load_libsvm_files
 
-    if args.test:
+    if args.test is not None:   # '' too: an error, not the training set
         X_train, y_train, X_test, y_test = load_libsvm_files([args.train, args.test])
     else:
         (X_train, y_train), X_test, y_test = load_libsvm_files([args.train]), None, None
@@ -528,7 +548,7 @@ def _fit(args, prog: str) -> int:
     print(_row(args.model, result))
     print()
     print(f"{on} accuracy: {result['accuracy']:.4f}")
-    if args.json:
+    if args.json is not None:
         _write_json(args.json, {
             "command": "fit", "train": args.train, "test": args.test,
             "n_train": int(X_train.shape[0]), "n_test": None if X_test is None else
@@ -646,9 +666,9 @@ def _save(est, path: str, zero_based: bool, train: str) -> None:
 
 def _train(args, prog: str) -> int:
     precomputed = args.kernel == "precomputed"
-    model_path = args.model_file or _default_model_path(args.train)
+    model_path = _default_model_path(args.train) if args.model_file is None else args.model_file
     if args.cv is None:
-        _check_writable(model_path, "MODEL")
+        _check_writable(model_path, "MODEL", {"TRAIN": args.train})
     X, y, zero_based = _read_libsvm(args.train, precomputed=precomputed)
     est = _estimator(args)
     say = (lambda *a: None) if args.quiet else print
@@ -694,7 +714,7 @@ def _predict(args, prog: str) -> int:
     zero_based = info["metadata"].get("libsvm", {}).get("zero_based", False)
     to_stdout = args.output in (None, "-")
     if not to_stdout:
-        _check_writable(args.output, "OUTPUT")
+        _check_writable(args.output, "OUTPUT", {"TEST": args.test, "MODEL": args.model_file})
     X, y, _ = _read_libsvm(args.test, precomputed=precomputed, zero_based=zero_based,
                            n_features=model.shape_fit_[0] if precomputed
                            else model.n_features_in_)
@@ -740,8 +760,8 @@ def _select(args, prog: str) -> int:
     from msvm.model_selection import RadiusMarginSearch
 
     precomputed = args.kernel == "precomputed"
-    model_path = args.model_file or _default_model_path(args.train)
-    _check_writable(model_path, "MODEL")
+    model_path = _default_model_path(args.train) if args.model_file is None else args.model_file
+    _check_writable(model_path, "MODEL", {"TRAIN": args.train})
     if args.criterion != "cv" and args.model != "msvm2":
         raise ValueError(f"--criterion {args.criterion}: the radius-margin criteria hold for "
                          f"--model msvm2 only, got --model {args.model} (use --criterion cv)")
@@ -753,6 +773,14 @@ def _select(args, prog: str) -> int:
 
     points = list(ParameterGrid(grid))
     base = _estimator(args, verbose=0)
+    # Bad options fail before the table starts, not after its header (or some of its rows).
+    for params in points:
+        clone(base).set_params(**params)._check_params()
+    if args.criterion == "cv":
+        if args.cv < 2:
+            raise ValueError(f"-v: cross-validation needs at least 2 folds, got {args.cv}")
+        if args.cv > len(y):
+            raise ValueError(f"-v: {args.cv} folds of {len(y)} samples; at most {len(y)}")
     print(f"{prog}: {args.train}: {X.shape[0]} samples, {len(np.unique(y))} classes; "
           f"{len(points)} grid points, criterion {args.criterion}"
           + (f" ({args.cv}-fold accuracy)" if args.criterion == "cv" else ""))
@@ -806,6 +834,16 @@ def _validate(args, extra: list[str], prog: str) -> int:
     return subprocess.run(command, cwd=root, check=False).returncode
 
 
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``msvm ... | head``): stop quietly, as Unix tools do
+    (stdout to /dev/null, so that the exit's flush does not fail again), status 141."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):   # no file descriptor (a replaced sys.stdout)
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -829,18 +867,22 @@ def main(argv: list[str] | None = None) -> int:
             parser.parse_args(argv)   # the usual one-line error for unknown arguments
     except SystemExit as exc:  # --help, --version or a usage error (already printed)
         return int(exc.code or 0)
+    except BrokenPipeError:   # --help or --version to a reader that went away
+        return _broken_pipe()
     prog = f"msvm {args.command}"
     try:
-        _check_writable(getattr(args, "json", None))
+        _check_writable(getattr(args, "json", None), inputs={
+            "TRAIN": getattr(args, "train", None), "TEST": getattr(args, "test", None)})
         if args.command == "validate":
             return _validate(args, extra, prog)
         return {"demo": _demo, "fit": _fit, "train": _train, "predict": _predict,
                 "select": _select}[args.command](args, prog)
     except BrokenPipeError:
-        # The reader went away (e.g. `msvm fit ... | head`): stop quietly, as Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return _broken_pipe()
     except KeyboardInterrupt:
+        from msvm._progress import end_open_lines
+
+        end_open_lines()   # not after the progress line that the interrupt left open
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError) as exc:

@@ -47,16 +47,18 @@ def _aligned_labels(y, row_chunks: tuple):
     import dask.array as da
 
     n = sum(row_chunks)
+    if not isinstance(y, da.Array):
+        y = np.asarray(y)   # (a scalar or None: "has no len()" before)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got a {y.ndim}-D "
+                         + ("dask array." if isinstance(y, da.Array) else f"array {y.shape}."))
+    if np.isnan(y.shape[0]):   # (dask's "Cannot call len() on object with unknown chunk size")
+        raise ValueError("y has blocks of unknown length; call y.compute_chunk_sizes() first.")
     if len(y) != n:
         raise ValueError(f"X has {n} rows but y has {len(y)} labels.")
     if isinstance(y, da.Array):
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got a {y.ndim}-D dask array.")
         y = y.rechunk((row_chunks,))
         return [y.blocks[i] for i in range(len(row_chunks))]
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
     return np.split(y, np.cumsum(row_chunks)[:-1])
 
 

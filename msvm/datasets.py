@@ -106,6 +106,9 @@ def _first_bad_line(path: str) -> str | None:
     try:
         with _open_text(path) as fh:
             for number, raw in enumerate(fh, start=1):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):   # Notepad's UTF-8
+                    return ("line 1: the file starts with a UTF-8 byte-order mark (bytes EF BB "
+                            "BF); save it as plain ASCII text, without the mark")
                 problem = _line_problem(raw)
                 if problem is not None:
                     return f"line {number}: {problem}"

@@ -536,6 +536,9 @@ default='rbf'
         if self.n_jobs == 0:
             raise ValueError("n_jobs == 0 has no meaning; use None (1 thread), a positive "
                              "number of threads or -1 (all cores).")
+        if isinstance(self.n_jobs, (bool, np.bool_)):   # an Integral to the constraint above
+            raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
+                             f"{self.n_jobs!r}.")
 
     def _n_jobs(self) -> int:
         """``n_jobs`` with None read as 1 thread, also inside a joblib context (where
@@ -574,6 +577,8 @@ default='rbf'
             if (option in module.OPTIONS or option == "random_state"
                     or _same(value, _DEFAULTS[option])):
                 continue
+            if option == "n_jobs" and self._n_jobs() == 1:
+                continue   # 1 is what None means: what a single-threaded solver does
             message = (f"Solver {name!r} does not use {option}={value!r} (it honours "
                        f"{sorted(module.OPTIONS)}).")
             if option in _DEFINING_OPTIONS:

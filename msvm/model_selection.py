@@ -33,9 +33,10 @@ along C (one value of the other parameters), so its warm starts stay inside
 the task; a task of :func:`loo_error` is a chunk of the support vectors.
 The results are collected in the order of the tasks, never of their
 completion, and each task computes what the sequential loop computes, so a
-parallel run returns exactly the sequential run's results.  Nested
-parallelism: the estimator's ``n_jobs=None`` means one solver thread; when p
-tasks run in parallel, an ``n_jobs`` of more than cores / p threads (or
+parallel run returns exactly the sequential run's results.  A positive
+``n_jobs`` above the number of tasks is lowered to it (no idle workers).
+Nested parallelism: the estimator's ``n_jobs=None`` means one solver thread;
+when p tasks run in parallel, an ``n_jobs`` of more than cores / p threads (or
 ``n_jobs < 0``, "every core") is reduced to cores / p (at least 1) inside
 the tasks, and a smaller positive ``n_jobs`` is kept.
 
@@ -168,10 +169,29 @@ def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
 
 
 def _check_n_jobs(n_jobs) -> None:
+    """``n_jobs`` is None or a non-zero integer, and the active joblib backend can run tasks."""
     if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
                                or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
                          f"{n_jobs!r}.")
+    from joblib.parallel import get_active_backend
+
+    client = getattr(get_active_backend()[0], "client", None)   # joblib's Dask backend
+    status = getattr(client, "status", "running")
+    if status in ("closing", "closed"):
+        # Else: "AttributeError: 'NoneType' object has no attribute 'ncores'" from joblib.
+        raise RuntimeError(f"joblib's 'dask' backend is active with a Dask client that is "
+                           f"{status} ({client!r}); open a client (distributed.Client) for "
+                           "parallel_backend('dask', client=...), or leave that context.")
+
+
+def _workers(n_jobs, n_tasks: int):
+    """``n_jobs`` for a :class:`joblib.Parallel` over ``n_tasks`` tasks: a positive
+    ``n_jobs`` above ``n_tasks`` is lowered to it (more workers would idle; joblib fails on
+    a huge number, "Numeric literal ... is too large", or overflows a C int)."""
+    if n_jobs is not None and n_jobs > 0:
+        return min(n_jobs, max(int(n_tasks), 1))
+    return n_jobs
 
 
 def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
@@ -180,7 +200,8 @@ def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     When p tasks run in parallel, an estimator asking for more solver threads
     than cores / p (``n_jobs < 0``: every core) gets cores / p (at least
     one), as joblib's worker processes get by default, so that the tasks
-    together do not ask for more threads than there are cores.
+    together do not ask for more threads than there are cores.  Pass the
+    ``n_jobs`` of :func:`_workers` (p is at most the number of tasks).
     """
     tasks = effective_n_jobs(n_jobs)
     if tasks > 1 and estimator.n_jobs is not None:
@@ -190,7 +211,24 @@ def _task_estimator(estimator: MultiClassSVC, n_jobs) -> MultiClassSVC:
     return estimator
 
 
-def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
+class _Stop:
+    """Tells the tasks of a map still running in threads to stop after their current solve.
+
+    Set when the caller stops waiting for them (Ctrl-C, or another task's error):
+    joblib's threading backend cannot stop a running task, and a task is a chunk of
+    solves, so without it the worker threads went on with their chunks in the
+    background.  Tasks in other processes (loky, Dask) get a fresh, unset copy; joblib
+    ends those workers itself.
+    """
+
+    def __init__(self):
+        self.stopped = False
+
+    def __reduce__(self):
+        return (_Stop, ())
+
+
+def _retrain(estimator, spec, y, alpha, X, K, points, weight=None, stop=None):
     """LOO scores h(x_p) of the machine retrained without p, and each solve's status.
 
     ``spec`` holds the small parts of the full problem (see :func:`loo_error`); the
@@ -203,6 +241,8 @@ def _retrain(estimator, spec, y, alpha, X, K, points, weight=None):
     out = np.empty((len(points), machine.n_classes))
     statuses = np.empty(len(points), dtype=object)
     for k, p in enumerate(points):
+        if stop is not None and stop.stopped:   # the caller has gone: nobody reads the rest
+            return out[:k], statuses[:k]
         keep = np.flatnonzero(np.arange(m) != p)
         if K is not None:
             data = np.ascontiguousarray(K[np.ix_(keep, keep)])
@@ -313,12 +353,13 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
         K = kernel.gram() if use_gram else None
         # A few chunks per task slot balance the load (more when a bar shows progress);
         # each point's retraining is the same whatever chunk it falls in.
-        n_tasks = effective_n_jobs(n_jobs)
+        n_tasks = effective_n_jobs(_workers(n_jobs, len(support)))
         n_chunks = 1 if n_tasks == 1 else min(len(support), 4 * n_tasks)
         if verbose:
             n_chunks = max(n_chunks, min(len(support), 100))
         chunks = np.array_split(support, n_chunks)
-        worker = _task_estimator(est, n_jobs)
+        workers = _workers(n_jobs, n_chunks)
+        worker = _task_estimator(est, workers)
         # Each task gets the small parts of the problem in ``spec`` and the arrays apart,
         # which joblib's dask backend sends to the cluster once per call, not once per task.
         spec = (solver_name, setup.classes, setup.gamma, problem.machine, problem.C,
@@ -327,14 +368,18 @@ def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> Le
         X_points = kernel.X if K is None else None
         weight = problem.sample_weight if problem.weighted else None
         bar = ProgressBar("loo_error", len(support), "left-out points", enabled=bool(verbose))
-        parts = []
+        parts, stop = [], _Stop()
         # Threads by default: the solvers' loops release the GIL, and the Gram matrix is shared.
-        for part in Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
-                delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk, weight)
-                for chunk in chunks):
-            parts.append(part)
-            bar.update(len(part[0]))
-        bar.close()
+        try:
+            for part in Parallel(n_jobs=workers, prefer="threads", return_as="generator")(
+                    delayed(_retrain)(worker, spec, problem.y, alpha, X_points, K, chunk, weight,
+                                      stop)
+                    for chunk in chunks):
+                parts.append(part)
+                bar.update(len(part[0]))
+        finally:
+            stop.stopped = True
+            bar.close()
         scores[support] = np.concatenate([part[0] for part in parts])
         statuses = np.concatenate([part[1] for part in parts])
         failed = statuses != "optimal"
@@ -357,7 +402,7 @@ def _rank_key(record: dict, criterion: str) -> tuple:
     return (not record["converged"], record["bound"])
 
 
-def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None):
+def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None, stop=None):
     """One task of :class:`RadiusMarginSearch`: the grid points of one path along C.
 
     ``path`` lists the parameters of each point, by increasing C; each fit
@@ -368,6 +413,8 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None)
     """
     records, best, previous, ball = [], None, None, None
     for params in path:
+        if stop is not None and stop.stopped:   # the caller has gone (see _Stop)
+            break
         est = clone(estimator).set_params(**params)
         tic = time.perf_counter()
         setup = est.prepare_fit(X, y, sample_weight)
@@ -542,19 +589,24 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             paths[rest].append(index)
         paths = [sorted(path, key=lambda i: grid[i].get("C", estimator.C))
                  for path in paths.values()]
-        worker = _task_estimator(estimator, self.n_jobs)
+        workers = _workers(self.n_jobs, len(paths))
+        worker = _task_estimator(estimator, workers)
         bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
                           enabled=bool(self.verbose))
-        done = []
-        for path, result in zip(paths, Parallel(n_jobs=self.n_jobs, return_as="generator")(
-                delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
-                                      self.ball_tol, sample_weight)
-                for path in paths), strict=True):
-            done.append(result)
-            last = result[0][-1]
-            bar.update(len(path), note=f"{grid[path[-1]]}: bound {last['bound']:.4g} "
-                                       f"({last['bound_rate']:.2%}), R2 {last['radius2']:.4g}")
-        bar.close()
+        done, stop = [], _Stop()
+        try:
+            for path, result in zip(paths, Parallel(n_jobs=workers, return_as="generator")(
+                    delayed(_search_path)(worker, X, y, [grid[i] for i in path], self.criterion,
+                                          self.ball_tol, sample_weight, stop)
+                    for path in paths), strict=True):
+                done.append(result)
+                last = result[0][-1]
+                bar.update(len(path), note=f"{grid[path[-1]]}: bound {last['bound']:.4g} "
+                                           f"({last['bound_rate']:.2%}), R2 "
+                                           f"{last['radius2']:.4g}")
+        finally:
+            stop.stopped = True
+            bar.close()
         records = [None] * len(grid)
         best = None  # (grid index, solution): the first best in path order, as a loop finds it
         for path, (path_records, path_best) in zip(paths, done, strict=True):

@@ -441,6 +441,72 @@ def test_bad_train_predict_select_exit_2(libsvm_files, capsys, argv, message):
     assert len(err.strip().splitlines()) == 1 and message in err, err
 
 
+@pytest.mark.parametrize("argv,message", [
+    # --test '' was ignored: the accuracy printed was the training set's, with exit 0.
+    (["fit", "TRAIN", "--test", ""], "msvm fit: error: LIBSVM file '' does not exist."),
+    # --json '' wrote nothing, silently.
+    (["fit", "TRAIN", "--json", ""], "msvm fit: error: --json is an empty path"),
+    (["demo", "--json", ""], "msvm demo: error: --json is an empty path"),
+    # MODEL '' wrote TRAIN's default model file instead.
+    (["train", "TRAIN", ""], "msvm train: error: MODEL is an empty path"),
+    (["select", "TRAIN", ""], "msvm select: error: MODEL is an empty path"),
+    # OUTPUT '' failed after predicting with "[Errno 2] No such file or directory: ''".
+    (["predict", "TRAIN", "MODEL", ""], "msvm predict: error: OUTPUT is an empty path"),
+])
+def test_empty_paths_exit_2(libsvm_files, tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "-q", libsvm_files["train"], "m"]) == 0
+    argv = [{"TRAIN": libsvm_files["train"], "MODEL": "m"}.get(a, a) for a in argv]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == message and captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    # Each failed after the table's header (select -v, demo --C/--tol), some after a demo fit.
+    (["select", "-v", "0", "TRAIN"], "-v: cross-validation needs at least 2 folds, got 0"),
+    (["select", "-v", "1000", "TRAIN"], "-v: 1000 folds of 60 samples; at most 60"),
+    (["select", "-e", "nan", "TRAIN"], "The 'tol' parameter of MultiClassSVC must be"),
+    (["demo", "--C", "nan"], "The 'C' parameter of MultiClassSVC must be"),
+    (["demo", "--tol", "-1"], "The 'tol' parameter of MultiClassSVC must be"),
+    # train_test_split's "The 'random_state' parameter of train_test_split must be ...".
+    (["demo", "--seed", "-1"], "--seed must be between 0 and 4294967295, got -1"),
+])
+def test_bad_options_fail_before_any_output(libsvm_files, tmp_path, capsys, argv, message):
+    argv = [libsvm_files["train"] if a == "TRAIN" else a for a in argv]
+    if argv[0] == "select":
+        argv.append(str(tmp_path / "m"))
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert message in captured.err, captured.err
+
+
+@pytest.mark.parametrize("argv,message", [
+    # The model replaced the training data, the predictions the model or the test data.
+    (["train", "-q", "DATA", "./DATA"], "MODEL './data.svm' is the TRAIN file"),
+    (["select", "--log2c", "0,0,1", "--log2g", "0,0,1", "DATA", "DATA"],
+     "MODEL 'data.svm' is the TRAIN file"),
+    (["predict", "DATA", "MODEL", "MODEL"], "OUTPUT 'm.model' is the MODEL file"),
+    (["predict", "DATA", "MODEL", "DATA"], "OUTPUT 'data.svm' is the TEST file"),
+    (["fit", "DATA", "--json", "DATA"], "--json 'data.svm' is the TRAIN file"),
+])
+def test_an_output_that_is_an_input_exits_2(libsvm_files, tmp_path, monkeypatch, capsys,
+                                             argv, message):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(libsvm_files["train"], "data.svm")
+    assert main(["train", "-q", "data.svm", "m.model"]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    argv = [a.replace("DATA", "data.svm").replace("MODEL", "m.model") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_select_by_cv_and_by_the_radius_margin_count(libsvm_files, tmp_path, capsys):
     import msvm
     from msvm import RadiusMarginSearch
@@ -545,6 +611,9 @@ def test_verbose_train_shows_progress_lines(long_fit_file, tmp_path):
     assert lines[-1].endswith("done") and "100%" in lines[-1]
     assert "ETA" in lines[0]
     assert "[MultiClassSVC] solve: online status=optimal" in done.stdout
+    # As --help says (it said both went to stderr).
+    assert "fitting stage (stdout) and the solver's live progress (stderr)" in " ".join(
+        _run(["train", "--help"]).stdout.split())
 
 
 def test_verbose_on_a_terminal_is_one_updating_line(long_fit_file, tmp_path):
@@ -617,3 +686,46 @@ def test_train_predict_round_trip_on_shared_sets(tmp_path, capsys, name, model, 
     clear = top2[:, 1] - top2[:, 0] > 2 * np.max(np.abs(h_cli - h_api))
     np.testing.assert_array_equal(cli.predict(Xt_read)[clear], api.predict(Xt_read)[clear])
     assert clear.mean() > 0.9   # the comparison is not vacuous
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["--version"]])
+def test_help_to_a_closed_pipe_exits_141(args):
+    """argparse dropped the BrokenPipeError of its help text: '--help | head -0' exited 0."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "msvm", *args], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+    shown = _run(args)
+    assert shown.returncode == 0 and "msvm" in shown.stdout
+
+
+def test_interrupt_message_starts_its_own_line_on_a_terminal(monkeypatch):
+    """Ctrl-C during a --verbose fit on a terminal left the solver's progress line open
+    (rewritten in place, no newline): 'msvm train: interrupted' was appended to it."""
+    import io
+
+    import msvm.cli
+    from msvm._progress import SolverProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+
+    def interrupted(args, prog):
+        progress = SolverProgress("s2do", 1e-3, enabled=True)
+        progress.report(10, 0.5)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(msvm.cli, "_train", interrupted)
+    assert main(["train", "x.svm"]) == 130
+    text = err.getvalue()
+    assert text.startswith("\rs2do  ") and text.endswith("\nmsvm train: interrupted\n"), text

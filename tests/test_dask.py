@@ -215,6 +215,16 @@ def test_partial_fit_dask_bad_input(digits):
         partial_fit_dask(MultiClassSVC(fit_intercept=True), Xd, y)
     with pytest.raises(ValueError, match="X has no rows"):
         partial_fit_dask(MultiClassSVC(), Xd[:0], y[:0], classes=np.arange(10))
+    # y of unknown length failed with dask's "Cannot call len() on object with unknown chunk
+    # size"; a scalar or None with "object of type 'int' has no len()" (a TypeError).
+    yd = da.from_array(y, chunks=50)
+    with pytest.raises(ValueError, match="y has blocks of unknown length"):
+        partial_fit_dask(MultiClassSVC(), Xd, yd[yd >= 0])
+    for bad in (3, None):
+        with pytest.raises(ValueError, match=r"y must be 1-D, got a 0-D array \(\)"):
+            partial_fit_dask(MultiClassSVC(), Xd, bad)
+    with pytest.raises(ValueError, match="y must be 1-D, got a 2-D dask array"):
+        partial_fit_dask(MultiClassSVC(), Xd, yd[:, None])
 
 
 def test_partial_fit_dask_skips_empty_blocks(digits):
@@ -229,3 +239,18 @@ def test_partial_fit_dask_skips_empty_blocks(digits):
                                     da.from_array(y, chunks=chunks[:1]))
     _same_model(reference, streamed)
     assert streamed.solution_["n_seen"] == 600
+
+
+def test_a_closed_client_is_a_clear_error(wine):
+    """joblib's dask backend with a closed client failed with "AttributeError: 'NoneType'
+    object has no attribute 'ncores'" from deep inside joblib."""
+    X, y = wine
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None) as closed:
+        pass
+    assert closed.status == "closed"
+    with joblib.parallel_backend("dask", client=closed):
+        with pytest.raises(RuntimeError, match="Dask client that is closed"):
+            loo_error(MultiClassSVC(model="cs"), X, y, n_jobs=2)
+        with pytest.raises(RuntimeError, match="Dask client that is closed"):
+            RadiusMarginSearch(MultiClassSVC(model="msvm2"), {"C": [1.0]}).fit(X, y)

@@ -58,3 +58,15 @@ def test_labels_too_large_for_int64_stay_floats(tmp_path):
     _, y = load_libsvm(path)
     assert y.dtype == np.float64
     np.testing.assert_array_equal(y, [1e20, -3e19, 2.0])
+
+
+def test_a_byte_order_mark_is_named(tmp_path):
+    """A file saved as 'UTF-8 with BOM' (Windows Notepad) was refused with 'line 1: not
+    text (non-ASCII bytes)', which does not say which bytes or what to do."""
+    path = tmp_path / "bom.svm"
+    path.write_bytes(b"\xef\xbb\xbf1 1:0.5 2:1.0\r\n2 1:1.5 2:0.2\r\n")
+    with pytest.raises(ValueError, match="line 1: the file starts with a UTF-8 byte-order mark"):
+        load_libsvm(str(path))
+    path.write_bytes(b"1 1:0.5 2:1.0\r\n2 1:1.5 2:0.2\r\n")   # Windows line endings alone
+    X, y = load_libsvm(str(path))
+    assert X.shape == (2, 2) and list(y) == [1, 2]

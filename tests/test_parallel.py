@@ -198,3 +198,95 @@ def test_prediction_on_threads_equals_the_scores_by_hand(wine, case, monkeypatch
     assert [lib["num_threads"] for lib in threadpool_info()] == before
     np.testing.assert_allclose(scores, by_hand, rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(est.predict(X_test), est.classes_[by_hand.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("n_jobs", [10**6, 2**63])
+def test_n_jobs_above_the_tasks_is_lowered_to_them(wine, n_jobs):
+    """A huge n_jobs failed inside joblib ("Numeric literal 2000000 is too large", or an
+    OverflowError for 2**63); now at most one worker per task runs, with the same results."""
+    X, y = wine
+    X, y = X[::4], y[::4]
+    est = MultiClassSVC(model="cs", C=1.0, tol=1e-6)
+    one = loo_error(est, X, y, n_jobs=1)
+    many = loo_error(est, X, y, n_jobs=n_jobs)
+    np.testing.assert_array_equal(one.predictions, many.predictions)
+    assert one.n_errors == many.n_errors
+    grid = {"C": [1.0], "gamma": [0.1, 0.5]}
+    with parallel_backend("threading"):
+        assert_same_search(RadiusMarginSearch(MultiClassSVC(model="msvm2", tol=1e-6), grid,
+                                              n_jobs=1).fit(X, y),
+                           RadiusMarginSearch(MultiClassSVC(model="msvm2", tol=1e-6), grid,
+                                              n_jobs=n_jobs).fit(X, y))
+
+
+def test_one_task_keeps_the_estimator_threads(wine):
+    """One path along C is one task: its fit may use every core (the share is over the
+    tasks that run, not over n_jobs)."""
+    X, y = wine
+    base = _Recording(model="msvm2", tol=1e-4, n_jobs=-1)
+    _Recording.threads = []
+    with parallel_backend("threading"):
+        RadiusMarginSearch(base, {"C": [1.0, 2.0]}, n_jobs=2).fit(X, y)
+    assert _Recording.threads == [-1, -1]
+
+
+@pytest.mark.parametrize("what", ["loo", "search"])
+def test_worker_threads_stop_when_the_caller_is_interrupted(wine, monkeypatch, what):
+    """Ctrl-C during a threaded loo_error / RadiusMarginSearch raised KeyboardInterrupt at
+    once, but the worker threads went on solving the rest of their chunks (paths) in the
+    background; now each stops after the solve it is in."""
+    import _thread
+    import time
+
+    from msvm import model_selection
+
+    solve, calls, lock = model_selection._solve, [], threading.Lock()
+
+    def counted(*args, **kwargs):
+        with lock:
+            calls.append(threading.current_thread() is threading.main_thread())
+            if len(calls) == 3:
+                _thread.interrupt_main()   # Ctrl-C, while both workers are busy
+        time.sleep(0.05)
+        return solve(*args, **kwargs)
+
+    X, y = wine
+    monkeypatch.setattr(model_selection, "_solve", counted)
+    with pytest.raises(KeyboardInterrupt), parallel_backend("threading"):
+        if what == "loo":   # the full solve here, then 8 chunks of retrained points
+            loo_error(MultiClassSVC(model="cs", C=10.0, tol=1e-6), X, y, n_jobs=2)
+        else:   # two paths of 12 points along C
+            RadiusMarginSearch(MultiClassSVC(model="msvm2", tol=1e-4),
+                               {"C": list(np.logspace(-1, 2, 12)), "gamma": [0.1, 0.5]},
+                               n_jobs=2).fit(X, y)
+    time.sleep(1.0)   # a worker still going would go on solving meanwhile
+    with lock:
+        after = len(calls) - 3
+    assert after <= 2, f"{after} solves after the interrupt"   # at most one per worker
+
+
+@pytest.mark.parametrize("solver", ["online", "frank_wolfe", "linear"])
+def test_n_jobs_1_is_not_an_ignored_option(wine, solver):
+    """n_jobs=1 means what the default None means (one thread), yet the single-threaded
+    solvers warned "does not use n_jobs=1", also in every task of a parallel loo_error,
+    whose nested-parallelism guard sets n_jobs=1."""
+    import warnings
+
+    X, y = wine
+    kernel = "linear" if solver == "linear" else "rbf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MultiClassSVC(solver=solver, kernel=kernel, n_jobs=1).fit(X, y)
+    with pytest.warns(UserWarning, match=f"Solver '{solver}' does not use n_jobs=2"):
+        MultiClassSVC(solver=solver, kernel=kernel, n_jobs=2).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["s2do", "online"])
+def test_n_jobs_true_is_refused_before_the_fit(wine, solver):
+    """n_jobs=True passed the parameter check (a bool is an Integral): solver 's2do' failed
+    after the data and kernel setup, solver 'online' fitted (True read as 1 thread)."""
+    X, y = wine
+    est = MultiClassSVC(solver=solver, n_jobs=True)
+    with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+        est.fit(X, y)
+    assert not hasattr(est, "classes_")

@@ -179,3 +179,58 @@ def test_s2do_plain_turns_every_acceleration_off():
     options = registry.get_entry("s2do_plain").options
     assert {name: options.get(name) for name in s2do.ACCELERATIONS} == \
         dict.fromkeys(s2do.ACCELERATIONS, False)
+
+
+def test_interrupt_and_closed_stdout_exit_130_and_141(monkeypatch, capsys):
+    """A Ctrl-C ended the suite with a KeyboardInterrupt traceback (also under 'msvm
+    validate', which itself printed one line and exited 130); '--list | head -0' with a
+    BrokenPipeError traceback and status 1."""
+    import os
+    import subprocess
+
+    import validation.__main__ as suite
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(suite, "run", interrupted)
+    with pytest.raises(SystemExit) as exc:
+        suite.main([])
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "validation: interrupted\n"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "validation", "--quick", "--list"],
+                              cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_bad_jobs_json_and_dask_address_are_one_line_errors(monkeypatch, capsys, tmp_path):
+    """--jobs 0 and --json '' ended in tracebacks ("n_jobs == 0 in Parallel has no meaning",
+    "IsADirectoryError: '.'"), as did an unreachable --dask scheduler (OSError); --jobs 100000
+    spawned that many worker processes (minutes) for a handful of rows."""
+    import validation.__main__ as suite
+
+    for argv in (["--jobs", "0"], ["--dask", "local", "--jobs", "-1"], ["--json", ""]):
+        with pytest.raises(SystemExit) as exc:
+            run(["--quick", *argv])
+        assert exc.value.code == 2
+        assert "--jobs must be" in capsys.readouterr().err or argv[0] == "--json"
+    path = tmp_path / "rows.json"
+    assert run(["--quick", "--filter", "/ww/nobias/linear/", "--bounds", "skip", "--jobs",
+                "100000", "--json", str(path)], out=io.StringIO()) == 0
+    assert json.loads(path.read_text())["summary"]["n_fail"] == 0
+
+    def unreachable(argv):
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:1 after 30 s")
+
+    monkeypatch.setattr(suite, "run", unreachable)
+    with pytest.raises(SystemExit) as exc:
+        suite.main([])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == ("python -m validation: error: Timed out trying to "
+                                       "connect to tcp://127.0.0.1:1 after 30 s\n")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -70,7 +71,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--bounds", choices=("run", "skip", "only"), default="run",
                         help="the radius-margin rows (validation/bounds.py): run them after "
                              "the solver matrix (default), skip them, or run only them")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # Errors of their own, not tracebacks ("n_jobs == 0 in Parallel has no meaning",
+    # "IsADirectoryError: '.'"); a LocalCluster needs at least one worker.
+    if args.jobs == 0 or (args.dask == "local" and args.jobs < 1):
+        allowed = "a positive number" if args.dask == "local" else "a positive number or -1"
+        parser.error(f"--jobs must be {allowed} (workers), got {args.jobs}")
+    if not args.json:
+        parser.error("--json is an empty path")
+    return args
 
 
 def _fmt(x, spec: str, width: int) -> str:
@@ -229,7 +238,9 @@ def _run(args, jobs: int, argv, out) -> int:
         # Expensive cases first (better load balance); the table keeps the matrix order.
         order = sorted(cases, key=lambda c: -c.cost())
         progress = sys.stderr.isatty()
-        results = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)(
+        # No more workers than problems (--jobs 100000 spawned them all, for minutes).
+        workers = min(jobs, len(order)) if jobs > 0 else jobs
+        results = Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1)(
             delayed(run_case)(case) for case in order)
         for k, case_rows in enumerate(results, 1):
             by_case[case_rows[0]["case"]] = case_rows
@@ -302,7 +313,22 @@ def _write_bounds_only(args, jobs: int, argv, out) -> int:
 
 
 def main(argv=None) -> None:
-    sys.exit(run(argv))
+    """``python -m validation``: exit with :func:`run`'s status; 130 after Ctrl-C and 141
+    when the reader of stdout goes away (``--list | head``), without a traceback, as the
+    ``msvm`` command line does."""
+    try:
+        code = run(argv)
+    except KeyboardInterrupt:
+        print("validation: interrupted", file=sys.stderr)
+        code = 130
+    except BrokenPipeError:
+        # stdout to /dev/null, so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
+    except OSError as exc:   # e.g. no Dask scheduler at --dask ADDRESS, an unwritable --json
+        print(f"python -m validation: error: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -221,7 +221,9 @@ def run_bounds(name_filter: str | None = None, quick: bool = False, jobs: int = 
         from joblib import Parallel, delayed
 
         order = sorted(cases, key=lambda c: -c.cost())
-        done = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)(
+        # No more workers than rows (--jobs 100000 spawned them all, for minutes).
+        workers = min(jobs, len(order)) if jobs > 0 else jobs
+        done = Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1)(
             delayed(run_bound_case)(c) for c in order)
         by_name = {row["name"]: row for row in done}
         rows = [by_name[c.name] for c in cases]
