@@ -335,7 +335,10 @@ def summary(rows: list[dict], configs: list[str], peers, *,
                 t, above = time_or_bound(rows, c, solver, **match)
                 ratio = t / best[1] if t is not None and best else None
                 target = TARGETS.get(c) if solver == "msvm" else None
+                # A fast fit that did not reach the optimum meets no target.
+                optimal = all(r.get("status") == "optimal" for r in runs)
                 mark = ("" if ratio is None or target is None
+                        else " (not optimal)" if not optimal
                         else " (meets)" if ratio <= target and not above else " (misses)")
                 sign = ">" if above else " "   # timed out: the time is a lower bound
                 statuses = sorted({str(r.get("status")) for r in every} - {"optimal"})
