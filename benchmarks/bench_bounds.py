@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -49,7 +48,7 @@ import numpy as np
 
 from benchmarks.data import load
 from benchmarks.results import RESULTS, pyplot, write_csv, write_jsonl
-from benchmarks.runs import common_arguments
+from benchmarks.runs import common_arguments, run_main
 
 DATASETS = ("dna", "satimage", "vowel", "segment")
 C_GRID = (0.1, 1.0, 10.0)
@@ -194,4 +193,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

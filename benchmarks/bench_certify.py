@@ -18,7 +18,7 @@ import json
 from benchmarks.configs import CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, write_csv, write_json
-from benchmarks.runs import check_configs, common_arguments
+from benchmarks.runs import check_configs, common_arguments, run_main
 
 DEFAULT = ["usps-ww", "letter-cs", "mnist10k-cs"]
 FIELDS = ["config", "fit_s", "certify_s", "ratio", "score_drift", "n_support", "layout"]
@@ -61,4 +61,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

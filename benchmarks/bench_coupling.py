@@ -34,6 +34,7 @@ import numpy as np
 from benchmarks.configs import CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, write_jsonl
+from benchmarks.runs import run_main
 from msvm.kernels import Kernel, resolve_gamma
 
 #: Points drawn for the kernel statistics (its eigenvalues cost O(n³)).
@@ -155,4 +156,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

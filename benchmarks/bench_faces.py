@@ -21,8 +21,9 @@ import warnings
 import numpy as np
 
 from benchmarks.configs import CONFIGS
-from benchmarks.data import load
-from benchmarks.results import header, write, write_summary
+from benchmarks.data import load, missing
+from benchmarks.results import check_writable, header, write, write_summary
+from benchmarks.runs import run_main
 
 FIELDS = ["config", "m", "passes", "steps", "fit_s", "n_variables", "n_free", "n_at_bound",
           "rank", "condition"]
@@ -57,6 +58,11 @@ def main(argv=None) -> int:
     parser.add_argument("--tag", default="faces", help="results file stem")
     parser.add_argument("--m", type=int, default=1500, help="points per set (default 1500)")
     args = parser.parse_args(argv)
+    if args.m < 2:
+        parser.error(f"--m must be at least 2, got {args.m}")
+    check_writable(parser, args.tag)
+    if why := missing(CONFIGS[name].dataset for name in CONFIGURATIONS):
+        parser.error(why)
     rows = []
     for name in CONFIGURATIONS:
         row = measure(name, args.m)
@@ -79,4 +85,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

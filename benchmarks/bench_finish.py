@@ -24,8 +24,8 @@ import warnings
 
 import numpy as np
 
-from benchmarks.results import RESULTS, header, pyplot, write, write_summary
-from benchmarks.runs import fit_with_solution
+from benchmarks.results import RESULTS, check_writable, header, pyplot, write, write_summary
+from benchmarks.runs import fit_with_solution, run_main
 
 FIELDS = ["problem", "model", "kernel", "C", "solver", "m", "n_variables", "finish_after",
           "time_finish_s",
@@ -132,6 +132,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = args.problems.split(",") if args.problems else list(PROBLEMS)
     solvers = args.solvers.split(",")
+    for what, given, known in (("problem", names, PROBLEMS), ("solver", solvers, SOLVERS)):
+        if unknown := [x for x in given if x not in known]:
+            parser.error(f"unknown {what}(s) {unknown}; known: {list(known)}")
+    check_writable(parser, args.tag)
     from threadpoolctl import threadpool_limits
 
     rows = []
@@ -178,4 +182,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

@@ -33,8 +33,8 @@ import time
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, save_figure, write_run
-from benchmarks.runs import announce, answer, check_configs, common_arguments, spawn
+from benchmarks.results import RESULTS, check_writable, header, pyplot, save_figure, write_run
+from benchmarks.runs import announce, answer, check_configs, common_arguments, run_main, spawn
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs", "dna-ww", "usps-ww"]
 MODES = ("after predict", "after pause")
@@ -166,6 +166,7 @@ def main(argv=None) -> int:
     if args.rounds < 2:
         parser.error("--rounds must be at least 2 (the first round is not counted)")
     tag = args.tag or time.strftime("fit-after-predict-%Y%m%d-%H%M%S")
+    check_writable(parser, tag)
     rows: list[dict] = []
     try:
         for c in configs:
@@ -194,4 +195,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

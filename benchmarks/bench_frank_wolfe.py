@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -42,8 +41,16 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, pyplot, write, write_summary
-from benchmarks.runs import answer, common_arguments, fit_svc, peak_rss_mb, predict_scores, spawn
+from benchmarks.results import RESULTS, check_writable, pyplot, write, write_summary
+from benchmarks.runs import (
+    answer,
+    common_arguments,
+    fit_svc,
+    peak_rss_mb,
+    predict_scores,
+    run_main,
+    spawn,
+)
 
 EXPERIMENTS = ("variants", "working_sets", "peers")
 CSV_FIELDS = ["experiment", "config", "solver", "bias", "fw_variant", "face_steps",
@@ -216,6 +223,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.variants_m, args.sets_m, args.peers_m = 300, 600, 1000
     tag = args.tag or "frank_wolfe-" + time.strftime("%Y%m%d-%H%M%S")
+    check_writable(parser, tag)
     rows = []
     for spec in plan(args.experiments, args):
         spec["layout"] = "csr" if args.sparse else "dense"
@@ -235,4 +243,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

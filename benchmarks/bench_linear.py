@@ -46,7 +46,6 @@ import argparse
 import json
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -55,7 +54,7 @@ import numpy as np
 from benchmarks.configs import LINEAR_CONFIGS
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write, write_summary
-from benchmarks.runs import announce, answer, common_arguments, spawn
+from benchmarks.runs import announce, answer, common_arguments, run_main, spawn
 
 QUICK_SIZES = {"mnist": 5000, "dna": None, "text": 4000}
 MODELS = ("cs", "ww", "llw")
@@ -289,4 +288,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

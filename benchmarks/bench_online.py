@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -46,7 +45,15 @@ import numpy as np
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, write_csv, write_jsonl, write_summary
-from benchmarks.runs import announce, answer, check_configs, common_arguments, peak_rss_mb, spawn
+from benchmarks.runs import (
+    announce,
+    answer,
+    check_configs,
+    common_arguments,
+    peak_rss_mb,
+    run_main,
+    spawn,
+)
 from msvm.solvers.online import STRATEGIES
 
 #: The configurations of BENCHMARKS.md this benchmark runs, and the interval of
@@ -423,4 +430,4 @@ def report(rows, configs, tag, lines) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from benchmarks.data import load
 from benchmarks.results import RESULTS, write_csv, write_json
-from benchmarks.runs import best_time
+from benchmarks.runs import best_time, run_main
 from msvm import MultiClassSVC
 
 
@@ -78,4 +78,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -69,7 +69,7 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, REGIMES, STANDARD, TARGETS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, pyplot, write_jsonl, write_run
+from benchmarks.results import RESULTS, check_writable, header, pyplot, write_jsonl, write_run
 from benchmarks.runs import (
     SVC_PEERS,
     announce,
@@ -80,6 +80,7 @@ from benchmarks.runs import (
     fit_svc,
     fit_with_solution,
     peak_rss_mb,
+    run_main,
     sklearnex_version,
     spawn,
 )
@@ -472,6 +473,7 @@ def main(argv=None) -> int:
         args.repeat = args.repeat or 1
     tag = args.tag or time.strftime(
         f"regimes{'-contention' if args.contention else ''}-%Y%m%d-%H%M%S")
+    check_writable(parser, tag)
 
     notes = []
     peers = list(args.peers)
@@ -536,4 +538,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -54,6 +53,7 @@ from benchmarks.runs import (
     fit_svc,
     peak_rss_mb,
     predict_scores,
+    run_main,
     spawn,
 )
 
@@ -289,4 +289,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -37,7 +37,15 @@ from benchmarks.bench_regimes import fit_msvm, median_of
 from benchmarks.configs import CONFIGS, gamma_of
 from benchmarks.data import load
 from benchmarks.results import RESULTS, header, pyplot, save_figure, write_run
-from benchmarks.runs import announce, answer, check_configs, common_arguments, peak_rss_mb, spawn
+from benchmarks.runs import (
+    announce,
+    answer,
+    check_configs,
+    common_arguments,
+    peak_rss_mb,
+    run_main,
+    spawn,
+)
 
 DEFAULT_CONFIGS = ["pendigits-ww", "satimage-cs"]
 #: The default changes: the cache (the estimator's default 200 MB and less), one
@@ -205,4 +213,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -74,6 +74,22 @@ def load(name: str, n_train: int | None = None, *, sparse: bool = False,
     return _index32(X), y, _index32(Xt), yt
 
 
+def missing(names) -> str | None:
+    """Why the shared data sets ``names`` cannot be read (checked before the runs: their
+    folders), or None; the generated sets (``text``, ``blobs<Q>``) need none."""
+    from msvm.datasets import DatasetNotFoundError, find_shared_datasets
+
+    shared = sorted({n for n in names if n != "text" and not n.startswith("blobs")})
+    if not shared:
+        return None
+    try:
+        base = find_shared_datasets()
+    except DatasetNotFoundError as exc:
+        return str(exc)
+    absent = [n for n in shared if not (base / n).is_dir()]
+    return f"no data set {', '.join(absent)} in {str(base)!r}" if absent else None
+
+
 def _index32(X: sp.csr_matrix) -> sp.csr_matrix:
     """CSR with 32-bit indices, the only ones libsvm's and liblinear's wrappers accept."""
     X = sp.csr_matrix(X)

@@ -41,8 +41,8 @@ from pathlib import Path
 from benchmarks.bench_regimes import fit_msvm
 from benchmarks.configs import CONFIGS
 from benchmarks.data import load
-from benchmarks.results import RESULTS, header, strip_paths
-from benchmarks.runs import MARKER, ROOT, answer, check_configs
+from benchmarks.results import RESULTS, check_writable, header, shown, strip_paths
+from benchmarks.runs import MARKER, ROOT, answer, check_configs, run_main
 
 #: perf's sampling frequency (Hz): a prime, so that it does not beat with periodic work.
 FREQUENCY = 997
@@ -166,6 +166,7 @@ def main(argv=None) -> int:
     if shutil.which("perf") is None:
         parser.error("needs Linux perf (linux-tools) on the PATH")
     tag = args.tag or time.strftime("profile-%Y%m%d-%H%M%S")
+    check_writable(parser, tag)
     rows = []
     for config in args.configs:
         rows.append(profile(config, args.n_jobs, args.min_percent, args.m, args.cache_size))
@@ -173,11 +174,12 @@ def main(argv=None) -> int:
     lines = [header("profile", tag, f"perf record -F {FREQUENCY}, self time per function")]
     for row in rows:
         lines += table(row)
-    (RESULTS / f"{tag}.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (RESULTS / f"{tag}.txt").write_text("\n".join(lines) + "\n")
-    print(f"wrote results/{tag}.json, results/{tag}.txt")
+    paths = RESULTS / f"{tag}.json", RESULTS / f"{tag}.txt"
+    paths[0].write_text(json.dumps(rows, indent=1) + "\n")
+    paths[1].write_text("\n".join(lines) + "\n")
+    print(f"wrote {shown(paths[0])}, {shown(paths[1])}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

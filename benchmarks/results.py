@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 #: Where every benchmark writes (``benchmarks/results/``).
@@ -64,8 +65,29 @@ def write_run(rows: list[dict], tag: str, fields: list[str], lines: list[str],
         lines = [*lines, f"plot: {figure.name}"]
     jsonl, csv_path = write(rows, tag, fields)
     write_summary(lines, tag)
-    names = [jsonl.name, csv_path.name, f"{tag}.txt"] + ([figure.name] if figure else [])
-    print("wrote " + ", ".join(f"results/{name}" for name in names))
+    paths = [jsonl, csv_path, RESULTS / f"{tag}.txt"] + ([figure] if figure else [])
+    print("wrote " + ", ".join(shown(path) for path in paths))
+
+
+def shown(path: Path) -> str:
+    """``path`` as a run prints it: relative to the repository root when inside it
+    (``benchmarks/results/x.csv``), else as given (an absolute ``--tag``)."""
+    root = RESULTS.parents[1]
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def check_writable(parser, tag: str) -> None:
+    """``parser.error`` unless ``results/<tag>.*`` can be written: said before the runs,
+    not after them (a benchmark that writes at the end would lose them all)."""
+    folder = (RESULTS / tag).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FileExistsError:   # a file where the folder should be
+        parser.error(f"cannot write the results in {str(folder)!r}: not a folder")
+    except OSError as exc:
+        parser.error(f"cannot write the results in {str(folder)!r}: {exc.strerror or exc}")
 
 
 def write_summary(lines: list[str], tag: str) -> Path:

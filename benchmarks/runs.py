@@ -54,8 +54,11 @@ def spawn(module: str, spec: dict, timeout: float | None,
     if proc.returncode != 0:
         return dict(spec, status="failed", error=strip_paths(proc.stderr[-2000:]))
     # Output written through C stdio may be flushed after Python's: find the answer line.
-    line = [x for x in proc.stdout.splitlines() if x.startswith(MARKER)][-1]
-    row = json.loads(line[len(MARKER):])
+    lines = [x for x in proc.stdout.splitlines() if x.startswith(MARKER)]
+    if not lines:   # e.g. a worker that exited early with status 0
+        return dict(spec, status="failed",
+                    error=strip_paths(proc.stderr[-2000:]) or "the worker gave no result")
+    row = json.loads(lines[-1][len(MARKER):])
     if parse is not None:
         parse(row, proc.stdout)
     return row
@@ -65,18 +68,40 @@ def check_configs(parser: argparse.ArgumentParser, names, known=None) -> None:
     """``parser.error`` naming the ``names`` that are not configurations of ``known``
     (default :data:`benchmarks.configs.CONFIGS`)."""
     from benchmarks.configs import CONFIGS
+    from benchmarks.data import missing
 
+    check_data = known is None
     known = CONFIGS if known is None else known
     unknown = [c for c in names if c not in known]
     if unknown:
         parser.error(f"unknown configuration(s) {unknown}; known: {list(known)}")
+    # A missing data set: one line now, not a traceback per run.
+    if check_data and (why := missing(CONFIGS[c].dataset for c in names)):
+        parser.error(why)
+
+
+def run_main(main: Callable[[], int | None]) -> None:
+    """Exit with ``main()``'s status, a benchmark's command line: Ctrl-C (130) and an
+    OSError -- a data file missing, the results not writable -- (2) end it with one line
+    on stderr, no traceback."""
+    prog = f"benchmarks.{Path(sys.argv[0]).stem}"
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        code = 130
+    except OSError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
 
 
 def announce(row: dict, line: str) -> None:
-    """Print a spawned run's summary ``line``, and its worker's error, if any, on stderr."""
+    """Print a spawned run's summary ``line``, and the last line of its worker's error, if
+    any, on stderr (the whole traceback is in the row)."""
     print(line, flush=True)
-    if row.get("error"):
-        print(row["error"], file=sys.stderr, flush=True)
+    if error := row.get("error", "").strip():
+        print(f"  {error.splitlines()[-1]}", file=sys.stderr, flush=True)
 
 
 def answer(row: dict) -> None:

@@ -5,6 +5,7 @@ No benchmark is timed here: the medians, ratios and summaries of
 the point where they refuse bad options, missing data or unwritable results.
 """
 
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +18,7 @@ if str(ROOT) not in sys.path:  # the benchmarks live next to the package, not in
 
 pytest.importorskip("matplotlib")
 
-from benchmarks import bench_regimes  # noqa: E402
+from benchmarks import bench_regimes, data, results, runs  # noqa: E402
 
 
 def _row(config, solver, fit_time=None, status="optimal", **extra):
@@ -100,4 +101,87 @@ def test_the_plot_is_written_without_a_display(tmp_path, monkeypatch):
     assert bench_regimes.plot_ratios(rows, ["dna-ww"], ["sklearn"], png, "t")
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert not bench_regimes.plot_ratios(rows[:1], ["dna-ww"], ["sklearn"], png, "t")
+
+
+# ------------------------------------------------------- errors: one line each
+def _bench(*args, env=None):
+    import os
+
+    env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=120)
+
+
+def test_a_missing_datasets_folder_is_refused_before_any_run(tmp_path):
+    done = _bench("benchmarks.bench_regimes", "dna-ww", "--tag", str(tmp_path / "r"),
+                  env={"MSVM_DATASETS": str(tmp_path / "nowhere")})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].endswith("(from $MSVM_DATASETS) does not exist.")
+    assert not list(tmp_path.glob("r*"))
+
+
+def test_missing_names_absent_sets_and_needs_none_for_generated(tmp_path, monkeypatch):
+    (tmp_path / "dna").mkdir()
+    monkeypatch.setenv("MSVM_DATASETS", str(tmp_path))
+    assert data.missing(["dna", "blobs32", "text"]) is None
+    assert data.missing(["dna", "usps", "mnist"]) == f"no data set mnist, usps in {str(tmp_path)!r}"
+    monkeypatch.setenv("MSVM_DATASETS", str(tmp_path / "nowhere"))
+    assert data.missing(["blobs64"]) is None
+    assert "does not exist" in data.missing(["dna"])
+
+
+def test_unwritable_results_are_refused_before_any_run(tmp_path):
+    (tmp_path / "file").write_text("")
+    done = _bench("benchmarks.bench_regimes", "blobs32-ww", "--tag", str(tmp_path / "file" / "r"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].endswith(
+        f"cannot write the results in {str(tmp_path / 'file')!r}: not a folder")
+
+
+def test_run_main_turns_ctrl_c_and_os_errors_into_one_line(capsys):
+    def interrupted():
+        raise KeyboardInterrupt
+
+    def unwritable():
+        raise PermissionError(13, "Permission denied", "/x/r.csv")
+
+    for main, code, message in ((interrupted, 130, "interrupted"),
+                                (unwritable, 2, "error: [Errno 13] Permission denied: '/x/r.csv'")):
+        with pytest.raises(SystemExit) as exit_:
+            runs.run_main(main)
+        assert exit_.value.code == code
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.rstrip().endswith(message)
+    with pytest.raises(SystemExit) as exit_:
+        runs.run_main(lambda: 0)
+    assert exit_.value.code == 0
+
+
+def test_a_worker_error_is_one_line_on_the_terminal_and_whole_in_the_row(capsys):
+    error = "Traceback (most recent call last):\n  File x\nValueError: bad file\n"
+    runs.announce({"error": error}, "[1] dna-ww failed")
+    captured = capsys.readouterr()
+    assert captured.out == "[1] dna-ww failed\n"
+    assert captured.err == "  ValueError: bad file\n"
+
+
+def test_a_worker_without_a_result_line_is_a_failed_row():
+    row = runs.spawn("benchmarks.no_such_module", {"config": "dna-ww"}, timeout=60)
+    assert row["status"] == "failed" and "No module named" in row["error"]
+    # Exit status 0 but no answer (``this`` prints a poem): failed too, not an IndexError.
+    row = runs.spawn("this", {"config": "dna-ww"}, timeout=60)
+    assert row["status"] == "failed"
+
+
+def test_check_writable_and_shown_paths(tmp_path, monkeypatch):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    results.check_writable(parser, str(tmp_path / "new" / "r"))
+    assert (tmp_path / "new").is_dir() and not list((tmp_path / "new").iterdir())
+    (tmp_path / "f").write_text("")
+    with pytest.raises(SystemExit):
+        results.check_writable(parser, str(tmp_path / "f" / "r"))
+    assert results.shown(results.RESULTS / "r.csv") == "benchmarks/results/r.csv"
+    assert results.shown(tmp_path / "r.csv") == str(tmp_path / "r.csv")
 
