@@ -30,8 +30,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.configs import CONFIGS
-from benchmarks.results import RESULTS, header, strip_paths, write_jsonl
-from benchmarks.runs import ROOT
+from benchmarks.results import RESULTS, check_writable, header, shown, strip_paths, write_jsonl
+from benchmarks.runs import ROOT, check_configs, run_main
 
 #: The worker, run with ``python -c`` in the checkout's directory.
 WORKER = """
@@ -85,7 +85,18 @@ def summary(rows: list[dict]) -> list[str]:
     return lines
 
 
-def main(argv=None) -> None:
+def complete(rows: list[dict], repeat: int) -> set[str]:
+    """The configurations of ``rows`` with ``repeat`` fits on each side (what ``--resume``
+    skips; an interrupted one is run again from its first round)."""
+    counts: dict[tuple, int] = {}
+    for row in rows:
+        key = row["config"], row["side"]
+        counts[key] = counts.get(key, 0) + 1
+    return {c for c, _ in counts
+            if min(counts.get((c, side), 0) for side in ("before", "after")) >= repeat}
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="+", help=f"configurations; known: {list(CONFIGS)}")
     parser.add_argument("--before", required=True, type=Path,
@@ -99,6 +110,12 @@ def main(argv=None) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep results/<tag>.jsonl and skip the configurations it holds")
     args = parser.parse_args(argv)
+    check_configs(parser, args.configs)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    if not (args.before / "msvm").is_dir():
+        parser.error(f"--before {str(args.before)!r} is not a checkout of msvm")
+    check_writable(parser, args.tag)
     before = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.before,
                             capture_output=True, text=True).stdout.strip()
     after = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
@@ -106,27 +123,42 @@ def main(argv=None) -> None:
     jsonl = RESULTS / f"{args.tag}.jsonl"
     if not args.resume:
         jsonl.unlink(missing_ok=True)
-    done = {json.loads(line)["config"] for line in jsonl.read_text().splitlines()} \
-        if jsonl.exists() else set()
-    for config in args.configs:
-        if config in done:
-            continue
-        for r in range(args.repeat):
-            for side, root in (("before", args.before), ("after", ROOT)):
-                row = dict(config=config, side=side, commit=before if side == "before" else after,
-                           round=r + 1, n_jobs=args.n_jobs, cache_size=args.cache_size,
-                           **fit(root, config, args.n_jobs, args.cache_size))
-                write_jsonl([row], jsonl, append=True)
-                print(f"{config:16s} {side:6s} {row['fit_time']:8.3f} s", flush=True)
+    kept = [json.loads(line) for line in jsonl.read_text().splitlines()] \
+        if jsonl.exists() else []
+    # A configuration interrupted part-way is dropped and run again, not skipped.
+    done = complete(kept, args.repeat)
+    write_jsonl([row for row in kept if row["config"] in done], jsonl)
+    try:
+        for config in args.configs:
+            if config in done:
+                continue
+            for r in range(args.repeat):
+                for side, root in (("before", args.before), ("after", ROOT)):
+                    row = dict(config=config, side=side,
+                               commit=before if side == "before" else after,
+                               round=r + 1, n_jobs=args.n_jobs, cache_size=args.cache_size,
+                               **fit(root, config, args.n_jobs, args.cache_size))
+                    write_jsonl([row], jsonl, append=True)
+                    print(f"{config:16s} {side:6s} {row['fit_time']:8.3f} s", flush=True)
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished fits are in {shown(jsonl)} (--resume goes on)",
+              file=sys.stderr)
+        return 130
+    except RuntimeError as exc:
+        last = (str(exc).strip().splitlines() or ["?"])[-1]   # the exception, not its traceback
+        print(f"benchmarks.bench_before_after: a fit failed: {last}", file=sys.stderr)
+        return 1
     lines = summary([json.loads(line) for line in jsonl.read_text().splitlines()])
     print("\n".join(lines))
     text = header("before/after", args.tag, f"before {before}, after {after} (uncommitted "
                   f"changes included), n_jobs={args.n_jobs}, "
                   f"cache {args.cache_size or 'of each configuration'} MB, "
                   f"medians of {args.repeat} alternating fits")
-    (RESULTS / f"{args.tag}.txt").write_text(text + "\n" + "\n".join(lines) + "\n")
-    print(f"wrote results/{args.tag}.jsonl, results/{args.tag}.txt")
+    txt = RESULTS / f"{args.tag}.txt"
+    txt.write_text(text + "\n" + "\n".join(lines) + "\n")
+    print(f"wrote {shown(jsonl)}, {shown(txt)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # the benchmarks live next to the package, not in
 
 pytest.importorskip("matplotlib")
 
-from benchmarks import bench_regimes, data, results, runs  # noqa: E402
+from benchmarks import bench_before_after, bench_regimes, data, results, runs  # noqa: E402
 
 
 def _row(config, solver, fit_time=None, status="optimal", **extra):
@@ -185,3 +185,33 @@ def test_check_writable_and_shown_paths(tmp_path, monkeypatch):
     assert results.shown(results.RESULTS / "r.csv") == "benchmarks/results/r.csv"
     assert results.shown(tmp_path / "r.csv") == str(tmp_path / "r.csv")
 
+
+# ------------------------------------------------------------ before / after
+def test_resume_skips_only_the_configurations_with_every_fit():
+    rows = [dict(config=c, side=s, fit_time=1.0) for c, n in (("dna-ww", 3), ("usps-ww", 2))
+            for _ in range(n) for s in ("before", "after")]
+    rows.append(dict(config="usps-ww", side="before", fit_time=1.0))   # interrupted there
+    assert bench_before_after.complete(rows, 3) == {"dna-ww"}
+    assert bench_before_after.complete(rows, 2) == {"dna-ww", "usps-ww"}
+
+
+def test_before_after_summary_is_the_ratio_of_medians():
+    rows = [dict(config="dna-ww", side="before", fit_time=t) for t in (1.0, 2.0, 9.0)]
+    rows += [dict(config="dna-ww", side="after", fit_time=t) for t in (3.0, 4.0, 0.5)]
+    (line,) = bench_before_after.summary(rows)
+    assert line.split()[2] == "2.000" and line.split()[5] == "3.000"
+    assert line.endswith("after/before 1.50")
+
+
+def test_before_after_refuses_bad_options(tmp_path):
+    done = _bench("benchmarks.bench_before_after", "nope", "--before", str(ROOT))
+    assert done.returncode == 2 and "unknown configuration(s) ['nope']" in done.stderr
+    done = _bench("benchmarks.bench_before_after", "dna-ww", "--before", str(tmp_path),
+                  "--tag", str(tmp_path / "ba"))
+    assert done.returncode == 2 and "is not a checkout of msvm" in done.stderr
+    assert "Traceback" not in done.stderr
+    # A fit that fails: its exception in one line, exit 1.
+    done = _bench("benchmarks.bench_before_after", "blobs32-ww", "--before", str(ROOT),
+                  "--repeat", "1", "--cache-size", "-5", "--tag", str(tmp_path / "ba"))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "a fit failed: sklearn.utils._param_validation.InvalidParameterError" in done.stderr
