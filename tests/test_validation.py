@@ -234,3 +234,16 @@ def test_bad_jobs_json_and_dask_address_are_one_line_errors(monkeypatch, capsys,
     assert exc.value.code == 2
     assert capsys.readouterr().err == ("python -m validation: error: Timed out trying to "
                                        "connect to tcp://127.0.0.1:1 after 30 s\n")
+
+
+def test_an_unwritable_json_is_refused_before_the_rows_run(tmp_path, capsys):
+    """--json in a folder that could not be made (or a folder) was found only when the
+    results were written, after the whole matrix had run: its rows were lost."""
+    (tmp_path / "file").write_text("")
+    for path, why in ((tmp_path / "file" / "v.json", "File exists"), (tmp_path, "is a folder")):
+        with pytest.raises(SystemExit) as exc:
+            run(["--quick", "--json", str(path)], out=io.StringIO())
+        assert exc.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(
+            f"cannot write --json {str(path)!r}: {why}")
+    assert run(["--quick", "--list", "--json", str(tmp_path)], out=io.StringIO()) == 0

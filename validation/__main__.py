@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,6 +80,17 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--jobs must be {allowed} (workers), got {args.jobs}")
     if not args.json:
         parser.error("--json is an empty path")
+    if not args.list:
+        # Said now, not after the whole matrix has run (its rows were then lost).
+        path = Path(args.json)
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(21, "is a folder", str(path))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path.parent):
+                pass
+        except OSError as exc:
+            parser.error(f"cannot write --json {args.json!r}: {exc.strerror or exc}")
     return args
 
 
