@@ -247,3 +247,22 @@ def test_an_unwritable_json_is_refused_before_the_rows_run(tmp_path, capsys):
         assert capsys.readouterr().err.splitlines()[-1].endswith(
             f"cannot write --json {str(path)!r}: {why}")
     assert run(["--quick", "--list", "--json", str(tmp_path)], out=io.StringIO()) == 0
+
+
+def test_the_printed_thresholds_are_the_ones_applied():
+    """The table printed first gave every solver stopped by the KKT rule (s2do, online,
+    linear, s2do_bias...) the constant limits 1e-6 on the dual, KKT residual and gap,
+    which evaluate() replaces by the limits derived from its ε."""
+    from validation.__main__ import thresholds_table
+
+    lines = dict(zip(registry.SOLVERS, thresholds_table(list(registry.SOLVERS))[1:],
+                     strict=True))
+    for name, entry in registry.SOLVERS.items():
+        t = entry.thresholds
+        if t.kkt_eps is None:
+            assert f"KKT residual <= {t.kkt_residual:g};" in lines[name]
+        else:
+            assert "KKT residual <=" not in lines[name]
+            assert f"an eps={t.kkt_eps:g} KKT point" in lines[name]
+    assert "eps=0.001 KKT point" in lines["s2do_default"]
+    assert "KKT residual <= 0.0001;" in lines["frank_wolfe"]
