@@ -69,7 +69,15 @@ import numpy as np
 
 from benchmarks.configs import CONFIGS, REGIMES, STANDARD, TARGETS, gamma_of
 from benchmarks.data import load
-from benchmarks.results import RESULTS, check_writable, header, pyplot, write_jsonl, write_run
+from benchmarks.results import (
+    RESULTS,
+    check_writable,
+    header,
+    pyplot,
+    shown,
+    write_jsonl,
+    write_run,
+)
 from benchmarks.runs import (
     SVC_PEERS,
     announce,
@@ -534,7 +542,13 @@ def main(argv=None) -> int:
         if not plot_ratios(rows, configs, peers, png, title):
             png = None
     write_run(rows, tag, CSV_FIELDS, lines, png)
-    return 0
+    # A crashed worker (a corrupt data file, a bug) is an error, a timeout a measurement.
+    crashed = sum(r.get("status") == "failed" for r in rows)
+    if crashed:
+        print(f"{crashed} of {len(rows)} runs failed (their errors are in "
+              f"{shown(runner.jsonl)})",
+              file=sys.stderr)
+    return 1 if crashed else 0
 
 
 if __name__ == "__main__":

@@ -215,3 +215,18 @@ def test_before_after_refuses_bad_options(tmp_path):
                   "--repeat", "1", "--cache-size", "-5", "--tag", str(tmp_path / "ba"))
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert "a fit failed: sklearn.utils._param_validation.InvalidParameterError" in done.stderr
+
+
+def test_runs_that_crash_make_the_exit_status_1(tmp_path):
+    import bz2
+
+    (tmp_path / "dna").mkdir()
+    (tmp_path / "dna" / "dna.scale.bz2").write_bytes(bz2.compress(b"garbage\n"))
+    done = _bench("benchmarks.bench_regimes", "dna-ww", "--peers", "sklearn", "--repeat", "1",
+                  "--tag", str(tmp_path / "r"), env={"MSVM_DATASETS": str(tmp_path)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("Cannot read LIBSVM file") == 2   # one line per run
+    assert done.stderr.splitlines()[-1] == (
+        f"2 of 2 runs failed (their errors are in {tmp_path}/r.jsonl)")
+    assert (tmp_path / "r.txt").exists()
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 2
