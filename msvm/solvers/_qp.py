@@ -460,7 +460,7 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, work: Work, *,
     from threadpoolctl import threadpool_limits
 
     qp = build(problem, factor=False)
-    qp.K += offset
+    qp.K = qp.K + offset   # a copy: a precomputed K is the caller's (the user's) matrix
     if targets is not None:
         qp.targets = targets[problem.y[qp.ii], qp.pp]
     qp.E = np.zeros((0, qp.n))   # bias-free (a machine with a bias: its augmented Lagrangian)
