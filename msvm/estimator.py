@@ -143,7 +143,10 @@ def _msvm_version() -> str:
 
 
 class _streaming_only:
-    """Descriptor: ``partial_fit`` exists only for configurations with a streaming solver.
+    """Descriptor: ``partial_fit`` exists only for configurations that can stream.
+
+    (A bias-free machine, the online solver, a named kernel and no
+    ``class_weight='balanced'``: :func:`_no_streaming`.)
 
     Like :func:`sklearn.utils.metaestimators.available_if` (so ``hasattr`` is
     False, which scikit-learn's checks rely on), but the AttributeError says
@@ -156,16 +159,30 @@ class _streaming_only:
 
     def __get__(self, obj, owner=None):
         if obj is not None:
-            if obj.fit_intercept is not False:
-                raise AttributeError(
-                    "partial_fit needs fit_intercept=False: the online solver it uses cannot "
-                    "keep the equality constraints of the bias.")
-            if obj.solver not in ("auto", "online"):
-                raise AttributeError(
-                    f"partial_fit uses the online solver; solver={obj.solver!r} has no "
-                    "streaming mode (use solver='online' or 'auto').")
+            reason = _no_streaming(obj)
+            if reason is not None:
+                raise AttributeError(reason)
             return self.method.__get__(obj, owner)
         return self.method
+
+
+def _no_streaming(estimator) -> str | None:
+    """Why ``estimator``'s configuration has no ``partial_fit`` (None: it has one)."""
+    if estimator.fit_intercept is not False:
+        return ("partial_fit needs fit_intercept=False: the online solver it uses cannot "
+                "keep the equality constraints of the bias.")
+    if estimator.solver not in ("auto", "online"):
+        return (f"partial_fit uses the online solver; solver={estimator.solver!r} has no "
+                "streaming mode (use solver='online' or 'auto').")
+    if callable(estimator.kernel) or (isinstance(estimator.kernel, str)
+                                      and estimator.kernel == "precomputed"):
+        return ("partial_fit streams feature vectors; kernel='precomputed' and callable "
+                "kernels need the whole training set (use fit).")
+    if isinstance(estimator.class_weight, str) and estimator.class_weight == "balanced":
+        return ("class_weight='balanced' needs the class counts of the whole training set; "
+                "partial_fit takes class_weight=None or a dict (e.g. the balanced weights "
+                "computed beforehand with sklearn.utils.class_weight.compute_class_weight).")
+    return None
 
 
 class MultiClassSVC(ClassifierMixin, BaseEstimator):
@@ -968,9 +985,11 @@ default='rbf'
         ``fit`` with ``solver='online', epochs=1`` and the same seed.
 
         For bias-free machines (``fit_intercept=False``) with
-        ``solver='online'`` or ``'auto'`` (else the attribute does not exist: an
-        AttributeError that says why); the kernel must be one of the
-        named kernels (not ``'precomputed'`` or a callable).  ``gamma='scale'``
+        ``solver='online'`` or ``'auto'``, one of the named kernels (not
+        ``'precomputed'`` or a callable) and ``class_weight`` None or a dict;
+        for any other configuration the attribute does not exist (an
+        AttributeError that says why, so that ``hasattr`` is False as
+        scikit-learn's tools expect).  ``gamma='scale'``
         is resolved on the first chunk.  ``partial_fit`` continues a bias-free
         fit by any solver, online from its support vectors and dual variables
         (set ``solver='online'`` or ``'auto'`` first if the fit used another).
@@ -988,7 +1007,7 @@ default='rbf'
             Non-negative weights of the chunk's examples, times the class
             weights of a dict ``class_weight`` (as in :meth:`fit`; examples of
             weight 0 are skipped).  ``class_weight='balanced'`` needs the whole
-            training set and is refused here.
+            training set: with it there is no ``partial_fit``.
 
         Returns
         -------
@@ -1010,17 +1029,9 @@ default='rbf'
         """:meth:`partial_fit` proper (``partial_fit`` undoes its changes to the
         estimator's attributes when it raises)."""
         self._check_params()
-        if self._precomputed or callable(self.kernel):
-            raise ValueError(
-                "partial_fit streams feature vectors; kernel='precomputed' and callable "
-                "kernels need the whole training set (use fit)."
-            )
-        if isinstance(self.class_weight, str):
-            raise ValueError(
-                "class_weight='balanced' needs the class counts of the whole training set; "
-                "partial_fit takes class_weight=None or a dict (e.g. the balanced weights "
-                "computed beforehand with sklearn.utils.class_weight.compute_class_weight)."
-            )
+        reason = _no_streaming(self)   # (the descriptor's check, for a call through the class)
+        if reason is not None:
+            raise AttributeError(reason)
         stream = getattr(self, "_stream", None)
         reason = getattr(self, "_no_continue", None)
         if stream is None and reason is not None:

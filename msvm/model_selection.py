@@ -58,6 +58,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from msvm._progress import ProgressBar
@@ -528,6 +529,17 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.ball_tol = ball_tol
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        # The input the estimator takes, as GridSearchCV's: sparse X, and a Gram matrix
+        # for kernel='precomputed' (cross-validation splits it by rows and columns).
+        tags = super().__sklearn_tags__()
+        estimator = MultiClassSVC(model="msvm2") if self.estimator is None else self.estimator
+        if isinstance(estimator, MultiClassSVC):   # (anything else is refused by fit)
+            inner = get_tags(estimator).input_tags
+            tags.input_tags.sparse = inner.sparse
+            tags.input_tags.pairwise = inner.pairwise
+        return tags
 
     def _check(self):
         estimator = MultiClassSVC(model="msvm2") if self.estimator is None else self.estimator

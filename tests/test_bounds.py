@@ -285,6 +285,27 @@ def test_search_keeps_the_feature_names_of_a_dataframe():
                        "feature_names_in_")
 
 
+def test_search_tags_follow_the_estimator():
+    """The search takes what its estimator takes: sparse X, and with kernel='precomputed'
+    a Gram matrix, which cross-validation must split by rows and columns (the search
+    said neither, so cross_val_score cut K's rows only and every fold failed)."""
+    import scipy.sparse as sp
+    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.model_selection import cross_val_score
+
+    X, y = blobs(4, 3, 30)
+    grid = {"C": [1.0, 10.0]}
+    pre = RadiusMarginSearch(MultiClassSVC(model="msvm2", kernel="precomputed", tol=1e-9), grid)
+    rbf = RadiusMarginSearch(MultiClassSVC(model="msvm2", gamma=0.5, tol=1e-9), grid)
+    assert pre.__sklearn_tags__().input_tags.pairwise
+    assert not rbf.__sklearn_tags__().input_tags.pairwise
+    assert rbf.__sklearn_tags__().input_tags.sparse
+    assert RadiusMarginSearch(param_grid=grid).__sklearn_tags__().input_tags.sparse
+    by_gram = cross_val_score(pre, rbf_kernel(X, gamma=0.5), y, cv=3, error_score="raise")
+    np.testing.assert_array_equal(by_gram, cross_val_score(rbf, X, y, cv=3))
+    assert rbf.fit(sp.csr_matrix(X), y).score(X, y) == rbf.fit(X, y).score(X, y)
+
+
 def test_bad_input():
     X, y = blobs(0, 3, 20)
     kern = Kernel(X, "rbf", gamma=0.5)

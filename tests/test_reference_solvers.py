@@ -63,3 +63,25 @@ def test_cvxpy_optimal_only_when_the_kkt_residual_shows_it(polish):
     residual = diagnose(problem, solution).kkt_residual
     assert solution.info["backend_status"] == "optimal"      # what the backend said
     assert residual > 1e-6 and solution.status == "inaccurate"
+
+
+@pytest.mark.parametrize("solver", ["cvxpy", "osqp"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_round_off_in_a_psd_kernel_is_not_indefiniteness(solver, bias):
+    """An RBF Gram matrix of points far from the origin has negative eigenvalues from the
+    round-off of ‖x‖² + ‖x'‖² − 2⟨x, x'⟩, beyond psd_tolerance: the reference solvers
+    refused it as indefinite (scikit-learn's check_fit_idempotent data, centred at 100,
+    failed so).  A kernel that is PSD by construction is now factored with them dropped."""
+    from msvm import MultiClassSVC
+    from msvm.kernels import Kernel, psd_tolerance, resolve_gamma
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(loc=1e3, size=(60, 2))
+    y = np.arange(60) % 3
+    K = Kernel(X, "rbf", gamma=resolve_gamma("scale", X, used=True)).gram()
+    assert np.linalg.eigvalsh(K).min() < -psd_tolerance(K)   # the case at hand
+    ref = MultiClassSVC(fit_intercept=bias, solver="frank_wolfe" if bias else "s2do",
+                        tol=1e-9).fit(X, y)
+    clf = MultiClassSVC(fit_intercept=bias, solver=solver).fit(X, y)
+    assert clf.solution_["status"] == "optimal"
+    np.testing.assert_allclose(clf.decision_function(X), ref.decision_function(X), atol=1e-6)

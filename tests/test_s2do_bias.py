@@ -147,6 +147,29 @@ def test_the_active_set_finish_solves_the_degenerate_inner_problems():
     _check(problem, solution, cvxpy_reference(problem), tol)
 
 
+def test_the_finish_leaves_a_precomputed_gram_matrix_alone():
+    """The active-set finish added the penalty ρ to every entry of the problem's Gram
+    matrix in place, which for kernel='precomputed' is the user's X: fit changed the
+    user's matrix, and a second fit on it (scikit-learn's check_fit_idempotent) solved
+    another problem and gave other scores."""
+    from msvm.kernels import Kernel
+    from msvm.problem import DualProblem
+
+    problem = degenerate_llw(bias=True)
+    K = problem.kernel.gram()
+    y = problem.y
+    original = K.copy()
+    mine = DualProblem(problem.machine, y, Kernel(K, "precomputed"), 10.0, True)
+    assert mine.kernel.X is K   # (as the estimator's: no copy of a float64 array)
+    assert s2do_bias.solve(mine, tol=1e-3).info["finish_time"] > 0   # the finish ran
+    np.testing.assert_array_equal(K, original)
+    est = MultiClassSVC(model="llw", C=10.0, kernel="precomputed", fit_intercept=True,
+                        solver="s2do_bias")
+    first = est.fit(K, y).decision_function(K)
+    np.testing.assert_array_equal(K, original)
+    np.testing.assert_array_equal(est.fit(K, y).decision_function(K), first)
+
+
 def test_max_iter_warns():
     X, y = blobs(6, 4, 80, spread=2.0)
     problem = make_problem("ww", X, y, C=1.0, bias=True)

@@ -119,14 +119,31 @@ def check_options(tol, max_iter) -> None:
         iteration_budget(max_iter, 0)
 
 
-def kernel_factor(K: np.ndarray) -> np.ndarray:
+def psd_by_construction(kernel) -> bool:
+    """Whether a named kernel is positive semidefinite in exact arithmetic.
+
+    Linear, RBF and Laplace kernels are; so is the polynomial (γ⟨x, x'⟩ + c)^d
+    for c ≥ 0 (a sum of powers of ⟨x, x'⟩ with non-negative coefficients).  Their
+    computed Gram matrices can still have small negative eigenvalues: the RBF's
+    ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ loses about eps·γ‖x‖² per entry, far more than
+    :func:`~msvm.kernels.psd_tolerance` allows for points far from the origin.
+    """
+    name = kernel.name
+    if callable(name):
+        return False
+    return name in ("linear", "rbf", "laplace") or (name == "poly" and kernel.coef0 >= 0)
+
+
+def kernel_factor(K: np.ndarray, psd: bool = False) -> np.ndarray:
     """L with K ≈ L Lᵀ (eigenvalues below round-off dropped).
 
     An indefinite K (an eigenvalue below −:func:`msvm.kernels.psd_tolerance`)
-    makes the dual non-convex, which these solvers cannot solve: ValueError.
+    makes the dual non-convex, which these solvers cannot solve: ValueError;
+    unless ``psd`` (the kernel is PSD by construction, :func:`psd_by_construction`),
+    when every negative eigenvalue is round-off and is dropped as well.
     """
     w, V = np.linalg.eigh(0.5 * (K + K.T))
-    if w.min(initial=0.0) < -psd_tolerance(K):
+    if not psd and w.min(initial=0.0) < -psd_tolerance(K):
         raise ValueError(
             f"The reference QP solvers need a positive semidefinite kernel; this Gram matrix "
             f"has the eigenvalue {w.min():.3g}. Use an iterative solver ('s2do', "
@@ -172,7 +189,8 @@ def build(problem: DualProblem, factor: bool = True) -> ExplicitQP:
         E = problem.equality_matrix().reshape(-1, problem.n_samples, problem.n_slots)[:, ii, pp]
     else:
         E = np.zeros((0, n))
-    return ExplicitQP(W=W, K=K, L=kernel_factor(K) if factor else None, shift=problem.kernel_shift,
+    L = kernel_factor(K, psd_by_construction(problem.kernel)) if factor else None
+    return ExplicitQP(W=W, K=K, L=L, shift=problem.kernel_shift,
                       targets=problem.targets[ii, pp], S=S, cap=cap, group=group, E=E, ii=ii,
                       pp=pp,
                       n_kernel_evaluations=K.size)
@@ -442,7 +460,7 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, work: Work, *,
     from threadpoolctl import threadpool_limits
 
     qp = build(problem, factor=False)
-    qp.K += offset
+    qp.K = qp.K + offset   # a copy: a precomputed K is the caller's (the user's) matrix
     if targets is not None:
         qp.targets = targets[problem.y[qp.ii], qp.pp]
     qp.E = np.zeros((0, qp.n))   # bias-free (a machine with a bias: its augmented Lagrangian)
