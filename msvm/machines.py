@@ -34,7 +34,9 @@ A machine is therefore *data*:
     the flag s above.
 ``loss``
     ``"hinge"`` (linear slack penalty C Σ ξ) or ``"squared"`` (the M-SVM²'s
-    quadratic form C Σ_i ξ_iᵀ M ξ_i, see below).
+    quadratic form C Σ_i ξ_iᵀ M ξ_i, see below; a squared-loss row must have
+    the M-SVM²'s margins, ν̄ν̄ᵀ = I − 11ᵀ/(n + 1) on the n active slots of each
+    class, the only ones whose dual is that penalty's, and is refused otherwise).
 
 The scores are h_c(x) = Σ_i β_ic k(x_i, x) + b_c with
 β_ic = Σ_p ν̄_{y_i,p,c} α_ip, whatever the machine; solvers never look at the
@@ -164,6 +166,37 @@ class Machine:
         if not (np.all(np.isfinite(self.gamma)) and all(np.all(np.isfinite(nu[y]))
                                                         for y in range(Q))):
             raise ValueError(f"Machine {self.name!r}: nu and gamma must be finite.")
+        if self.loss == "squared":
+            self._check_squared_penalty()
+
+    def _check_squared_penalty(self):
+        """Refuse a squared-loss row whose dual is not the conjugate of the M-SVM²'s penalty.
+
+        The dual's kernel shift adds αᵢᵀ G_y αᵢ / (4C) with G_y = ν̄ν̄ᵀ on the n active
+        slots of class y; it is the conjugate of the documented penalty C ξᵀ(I + 11ᵀ)ξ
+        (the one the certificate reports) only when G_y = I − 11ᵀ/(n + 1).  Any other G_y
+        gave an 'optimal' solution with a large duality gap, and a singular one an
+        unbounded dual (solvers ran to max_iter, OSQP answered 'optimal').
+        """
+        Q = self.n_classes
+        nu, active = np.asarray(self.nu, dtype=np.float64), np.asarray(self.active)
+        for y in range(self.n_classes):  # class by class: no Q³ temporary
+            slots = np.flatnonzero(active[y])
+            rows = nu[y, slots]
+            if (self.sum_to_zero and len(slots) == Q - 1 and nu.shape[1] == Q
+                    and np.array_equal(rows, -np.eye(Q)[slots])):
+                continue  # the M-SVM²'s own margins (spares make_machine a Q⁴ check)
+            if self.sum_to_zero:
+                rows = rows - rows.mean(axis=1, keepdims=True)
+            n = len(rows)
+            error = np.max(np.abs(rows @ rows.T - (np.eye(n) - 1.0 / (n + 1))), initial=0.0)
+            if error > 1e-10:
+                raise ValueError(
+                    f"Machine {self.name!r}: a squared-loss row must have the M-SVM²'s "
+                    f"margins: on the {n} active slots of class {y}, ν̄ν̄ᵀ must be "
+                    f"I − 11ᵀ/{n + 1} (the conjugate of the penalty C ξᵀ(I + 11ᵀ)ξ the "
+                    f"certificate reports); it is off by {error:.3g}.  Other targets γ are "
+                    "allowed.")
 
     @property
     def n_slots(self) -> int:

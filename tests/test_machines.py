@@ -5,9 +5,11 @@ import dataclasses
 import numpy as np
 import pytest
 
+from msvm.diagnostics import diagnose
 from msvm.kernels import Kernel
 from msvm.machines import MACHINES, make_machine
 from msvm.problem import DualProblem
+from msvm.solvers import get_solver
 
 from problem_factory import FAMILY, MODELS, blobs, make_problem
 
@@ -193,3 +195,30 @@ def test_a_machine_too_large_to_allocate_says_why(monkeypatch):
     monkeypatch.setitem(MACHINES, "ww", builder)
     with pytest.raises(MemoryError, match=r"'ww' machine for 5000 classes .*\(5000, 5000, 5000\)"):
         make_machine("ww", 5000)
+
+
+def test_squared_loss_rows_must_have_the_msvm2_margins():
+    """The squared loss's dual (shift αᵢᵀν̄ν̄ᵀαᵢ/(4C)) is the conjugate of the penalty the
+    certificate reports, C ξᵀ(I + 11ᵀ)ξ, only for ν̄ν̄ᵀ = I − 11ᵀ/(n + 1): a squared WW
+    row was solved 'optimal' with a relative gap of 0.77, and a row with a singular ν̄ν̄ᵀ
+    had an unbounded dual (S2DO ran to max_iter, OSQP answered 'optimal')."""
+    Q = 3
+    ww, m2 = make_machine("ww", Q), make_machine("msvm2", Q)
+    bad = {
+        "squared WW": dict(nu=ww.nu, sum_to_zero=False),
+        "scaled margins": dict(nu=2 * m2.nu),
+        "unbounded": dict(nu=np.zeros_like(m2.nu)),
+    }
+    for label, change in bad.items():
+        with pytest.raises(ValueError, match="squared-loss row must have the M-SVM²'s margins"):
+            dataclasses.replace(m2, name=label, **change)
+    # Other targets, and the same margins in another slot order, are the M-SVM²'s.
+    X, y = blobs(1, Q, 30, spread=2.0)
+    targets = dataclasses.replace(m2, gamma=np.where(m2.active, 1.0, 0.0))
+    perm = [2, 0, 1]
+    permuted = dataclasses.replace(m2, nu=m2.nu[:, perm], gamma=m2.gamma[:, perm],
+                                   active=m2.active[:, perm], slack=m2.slack[:, perm])
+    for machine in (targets, permuted):
+        problem = DualProblem(machine, y, Kernel(X, "linear"), 1.0, False)
+        d = diagnose(problem, get_solver("cvxpy").solve(problem))
+        assert abs(d.relative_gap) < 1e-8

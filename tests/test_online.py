@@ -561,3 +561,18 @@ def test_stream_checks_its_chunks(stream_data):
             stream.feed(X[:20], codes, sample_weight=weight)
     assert stream.n_seen == 0
     assert stream.feed(X[:20], codes) == "epoch_limit" and stream.n_seen == 20
+
+
+def test_a_machine_it_cannot_solve_is_named():
+    """A custom row with two shared slack groups in a class was refused with 'This solver
+    handles at most 1 shared slack group(s) per class', naming neither solver nor machine."""
+    import dataclasses
+
+    machine = dataclasses.replace(make_machine("ww", 5), name="pairs", slack=np.tile(
+        np.array([0, 0, 0, 1, 1], dtype=np.int32), (5, 1)))  # class 0: {1, 2} and {3, 4}
+    X, y = blobs(0, 5, 30)
+    problem = DualProblem(machine, y, Kernel(X, "rbf", gamma=0.5), 1.0, False)
+    with pytest.raises(ValueError, match=r"Machine 'pairs': class 0 has 2 slack groups .*"
+                                         r"the online solver \('online', partial_fit\)"):
+        get_solver("online").solve(problem)
+    assert get_solver("s2do").solve(problem, tol=1e-8).status == "optimal"

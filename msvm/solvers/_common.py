@@ -135,7 +135,7 @@ class MachineTables:
 
 
 def machine_tables(machine: Machine, *, fast: bool = True,
-                   max_shared_groups: int | None = None,
+                   max_shared_groups: int | None = None, solver: str = "this solver",
                    full_M: bool | None = None) -> MachineTables:
     """The machine's arrays for the compiled solvers, built once for all of them.
 
@@ -153,6 +153,8 @@ def machine_tables(machine: Machine, *, fast: bool = True,
         Raise ``ValueError`` when a class has more slack groups shared by
         several slots than this (the online solver keeps one shared-group
         sum per pattern: ``max_shared_groups=1``).
+    solver : str
+        The solver named in that error.
     full_M : bool, optional
         Build the (QP × QP) table M.  False leaves ``M`` None, for a solver
         that needs only the diagonal blocks (:meth:`MachineTables.diagonal_blocks`)
@@ -185,10 +187,13 @@ def machine_tables(machine: Machine, *, fast: bool = True,
     if machine.loss != "hinge":
         slack[:] = -1
     group_size = machine.slack_group_sizes
-    if max_shared_groups is not None and np.any((group_size > 1).sum(axis=1)
-                                                > max_shared_groups):
-        raise ValueError(f"This solver handles at most {max_shared_groups} shared slack "
-                         "group(s) per class.")
+    shared = (group_size > 1).sum(axis=1)
+    if max_shared_groups is not None and np.any(shared > max_shared_groups):
+        y = int(np.argmax(shared > max_shared_groups))
+        raise ValueError(f"Machine {machine.name!r}: class {y} has {shared[y]} slack groups "
+                         f"shared by several slots; {solver} handles at most "
+                         f"{max_shared_groups} shared slack group(s) per class (solver "
+                         "'s2do', 's2do_bias' or 'frank_wolfe' handle any).")
     nu = _on_active_slots(machine.nu, active)
     flat = nu.reshape(Q * P, Q)
     rows, cols = np.nonzero(flat)                       # by row, then by column

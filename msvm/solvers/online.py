@@ -188,7 +188,8 @@ def new_state(machine: Machine, C: float, *, layout: int, n_features: int, kerne
 def _tables(machine: Machine, fast: bool) -> dict:
     """The machine tables (:func:`~msvm.solvers._common.machine_tables`) as ``OnlineState``
     takes them: the slot targets named ``gamma_t``."""
-    tables = machine_tables(machine, fast=fast, max_shared_groups=1)
+    tables = machine_tables(machine, fast=fast, max_shared_groups=1,
+                            solver="the online solver ('online', partial_fit)")
     arrays = tables.shared()
     arrays["gamma_t"] = arrays.pop("gamma")
     return dict(arrays, fast=tables.fast, centred=tables.centred)
