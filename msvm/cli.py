@@ -834,7 +834,7 @@ def _validate(args, extra: list[str], prog: str) -> int:
     return subprocess.run(command, cwd=root, check=False).returncode
 
 
-def _broken_pipe() -> int:
+def broken_pipe_status() -> int:
     """The reader of stdout went away (``msvm ... | head``): stop quietly, as Unix tools do
     (stdout to /dev/null, so that the exit's flush does not fail again), status 141."""
     try:
@@ -868,7 +868,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version or a usage error (already printed)
         return int(exc.code or 0)
     except BrokenPipeError:   # --help or --version to a reader that went away
-        return _broken_pipe()
+        return broken_pipe_status()
     prog = f"msvm {args.command}"
     try:
         _check_writable(getattr(args, "json", None), inputs={
@@ -878,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
         return {"demo": _demo, "fit": _fit, "train": _train, "predict": _predict,
                 "select": _select}[args.command](args, prog)
     except BrokenPipeError:
-        return _broken_pipe()
+        return broken_pipe_status()
     except KeyboardInterrupt:
         from msvm._progress import end_open_lines
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import tempfile
@@ -339,9 +338,9 @@ def main(argv=None) -> None:
         print("validation: interrupted", file=sys.stderr)
         code = 130
     except BrokenPipeError:
-        # stdout to /dev/null, so that the flush at exit does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141
+        from msvm.cli import broken_pipe_status
+
+        code = broken_pipe_status()
     except OSError as exc:   # e.g. no Dask scheduler at --dask ADDRESS, an unwritable --json
         print(f"python -m validation: error: {exc}", file=sys.stderr)
         code = 2

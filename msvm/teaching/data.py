@@ -10,6 +10,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from msvm.teaching.kernels import _check_number
+
 __all__ = ["logic_gate", "separable_set", "overlapping_set", "multiclass_set"]
 
 #: Draws per point after which :func:`separable_set` gives up on a ``margin`` the
@@ -20,13 +22,6 @@ MAX_DRAWS_PER_POINT = 1000
 def _check_count(name: str, value, least: int) -> None:
     if not isinstance(value, Integral) or isinstance(value, bool) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
-
-
-def _check_spread(spread) -> float:
-    # NaN gave a set of NaN points, a negative value was used as |spread| without a word.
-    if not isinstance(spread, Real) or isinstance(spread, bool) or not 0 <= spread < np.inf:
-        raise ValueError(f"spread must be a finite number >= 0, got {spread!r}.")
-    return float(spread)
 
 
 def logic_gate(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +124,7 @@ def overlapping_set(n_samples: int = 60, spread: float = 1.2,
         ``n_samples`` is odd).
     """
     _check_count("n_samples", n_samples, 2)   # both classes
-    spread = _check_spread(spread)
+    spread = _check_number("spread", spread, 0.0)   # NaN gave NaN points
     rng = np.random.default_rng(random_state)
     y = np.where(np.arange(n_samples) % 2 == 0, 1.0, -1.0)
     X = y[:, None] * np.array([1.0, 1.0]) + spread * rng.normal(size=(n_samples, 2))
@@ -156,7 +151,7 @@ def multiclass_set(n_classes: int = 3, n_samples: int = 90, spread: float = 1.0,
     """
     _check_count("n_classes", n_classes, 2)
     _check_count("n_samples", n_samples, n_classes)   # every class present
-    spread = _check_spread(spread)
+    spread = _check_number("spread", spread, 0.0)   # NaN gave NaN points
     rng = np.random.default_rng(random_state)
     y = np.arange(n_samples) % n_classes
     angles = 2.0 * np.pi * np.arange(n_classes) / n_classes
