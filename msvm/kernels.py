@@ -441,8 +441,17 @@ class Kernel:
         X = self.X   # (KernelCache puts a CSR matrix in canonical form on a copy)
         if not sp.issparse(X):
             X = np.ascontiguousarray(X, dtype=np.float64)
-        return KernelCache(
-            X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree), float(self.coef0),
-            float(cache_size), float32=bool(float32), n_threads=int(n_threads),
-            offset=float(offset),
-        )
+        try:
+            return KernelCache(
+                X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree),
+                float(self.coef0), float(cache_size), float32=bool(float32),
+                n_threads=int(n_threads), offset=float(offset),
+            )
+        except MemoryError as error:
+            # The row buffer is allocated at once: the budget, or the whole Gram matrix.
+            m = self.n_samples
+            raise MemoryError(
+                f"{error} The kernel cache of cache_size={cache_size:.10g} MB (at most the whole "
+                f"{m} x {m} Gram matrix, {m * m * (4 if float32 else 8) / 2**20:.6g} MB) does "
+                "not fit in memory: lower cache_size."
+            ) from None

@@ -157,3 +157,21 @@ def test_callable_kernel_predicts_by_blocks(monkeypatch):
     np.testing.assert_allclose(scores, X_test @ est.support_vectors_.T @ est.dual_coef_,
                                rtol=1e-10, atol=1e-12)
     assert len(calls) > 1 and max(calls) <= entries
+
+
+def test_a_cache_that_does_not_fit_names_cache_size(monkeypatch):
+    """The Gram-row buffer is allocated at once; when it does not fit, the error named
+    bytes of a 'KernelCache' only (cache_size goes up to 2**20 MB, capped at the whole
+    Gram matrix).  The allocation failure is simulated: whether a real one fails depends
+    on the machine's overcommit policy."""
+    import msvm._core._kernel_cache as compiled
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("KernelCache could not allocate 80000000000 bytes.")
+
+    monkeypatch.setattr(compiled, "KernelCache", no_memory)
+    rng = np.random.default_rng(4)
+    X, y = rng.standard_normal((40, 2)), np.arange(40) % 3
+    with pytest.raises(MemoryError, match=r"cache_size=1048576 MB .*40 x 40 Gram .*lower "
+                                          r"cache_size"):
+        MultiClassSVC(cache_size=2**20).fit(X, y)
