@@ -36,6 +36,7 @@ from msvm.diagnostics import diagnose
 from msvm.kernels import (
     KERNELS,
     Kernel,
+    block_rows,
     callable_block,
     canonical_csr,
     check_gram,
@@ -964,8 +965,10 @@ default='rbf'
             return
         sv = self.support_vectors_
         if sp.issparse(sv):
-            # Sparse support vectors give a sparse coef_, as in sklearn.svm.SVC.
-            self.coef_ = sp.csr_matrix(np.asarray(sv.T @ self.dual_coef_).T)
+            # Sparse support vectors give a sparse coef_, as in sklearn.svm.SVC: a
+            # sparse product, whose size follows the support vectors' non-zeros
+            # (sv.T @ dual_coef_ would be a dense d × Q array).
+            self.coef_ = canonical_csr(sp.csr_matrix(self.dual_coef_.T) @ sv)
         else:
             self.coef_ = self.dual_coef_.T @ sv
 
@@ -1168,12 +1171,19 @@ default='rbf'
         scores = np.tile(self.intercept_, (n, 1))
         if len(self.support_) == 0:
             return scores
-        if callable(self.kernel):   # the user's function: once, on this thread
-            return scores + callable_block(self.kernel, X, self.support_vectors_) @ self.dual_coef_
-        if self._precomputed:
+        # part(rows) makes a (rows × width) block: kernel values, or X·coefᵀ.
+        width, threads = len(self.support_), n_threads(self._n_jobs())
+        if callable(self.kernel):   # the user's function: on this thread
+            threads = 1
+
+            def part(rows):
+                return callable_block(self.kernel, X[rows], self.support_vectors_) @ self.dual_coef_
+        elif self._precomputed:
             def part(rows):
                 return np.asarray(X[rows][:, self.support_] @ self.dual_coef_)
         elif getattr(self, "coef_", None) is not None:
+            width = len(self.classes_)
+
             def part(rows):
                 return safe_sparse_dot(X[rows], self.coef_.T, dense_output=True)
         else:
@@ -1182,7 +1192,7 @@ default='rbf'
 
             def part(rows):
                 return kernel.block(X[rows]) @ self.dual_coef_
-        _add_by_blocks(scores, part, n_threads(self._n_jobs()))
+        _add_by_blocks(scores, part, threads, width)
         if not np.all(np.isfinite(scores)):
             # E.g. the RBF's ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ overflowing: argmax would pick class 0.
             raise ValueError(
@@ -1207,6 +1217,13 @@ default='rbf'
         scores : ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
             For two classes, scikit-learn's binary convention: h_2 − h_1,
             positive when the prediction is ``classes_[1]``.
+
+        Notes
+        -----
+        The rows are scored in blocks (at most 2048 rows and
+        :data:`msvm.kernels.BLOCK_ENTRIES` kernel values, 32 MB, each; one
+        block per thread at a time), so that memory beyond the scores does not
+        grow with the number of rows; :meth:`predict` likewise.
         """
         scores = self._scores(X)
         if len(self.classes_) == 2:
@@ -1230,8 +1247,12 @@ default='rbf'
         return self.classes_[np.argmax(scores, axis=1)]
 
 
-def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
+def _add_by_blocks(scores: np.ndarray, part, threads: int, width: int) -> None:
     """``scores[rows] += part(rows)`` over blocks of at most _PREDICT_CHUNK rows.
+
+    A block of ``width`` columns (support vectors) holds at most
+    :data:`msvm.kernels.BLOCK_ENTRIES` values (:func:`~msvm.kernels.block_rows`),
+    so that memory does not grow with the test rows times the support vectors.
 
     On one thread (``n_jobs=None`` or 1) the blocks run here and BLAS keeps its
     own threads.  On several, they are shared among ``threads`` threads (numpy
@@ -1242,7 +1263,7 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int) -> None:
     longer to start than a small prediction takes.
     """
     n = scores.shape[0]
-    size = min(_PREDICT_CHUNK, max(-(-n // threads), _PREDICT_MIN_BLOCK))
+    size = min(block_rows(width, _PREDICT_CHUNK), max(-(-n // threads), _PREDICT_MIN_BLOCK))
     starts = range(0, n, size)
 
     def add(begin: int) -> None:

@@ -47,6 +47,29 @@ _SKLEARN_NAMES = {"laplace": "laplacian", "poly": "polynomial"}
 # coefficients, to keep memory at O(chunk · n_SV) instead of O(m · n_SV).
 _CHUNK_ROWS = 2048
 
+#: Kernel values (float64, 32 MB) of one block of a cross-kernel matrix that is
+#: multiplied by coefficients (prediction, the certificate's scores): with many
+#: support vectors a block has fewer than ``_CHUNK_ROWS`` rows.
+BLOCK_ENTRIES = 2**22
+
+
+def block_rows(width: int, most: int = _CHUNK_ROWS) -> int:
+    """Rows of a block of ``width`` columns within :data:`BLOCK_ENTRIES` values.
+
+    Parameters
+    ----------
+    width : int
+        Columns of the block (support vectors, or kernel columns).
+    most : int
+        Rows of a block at most.
+
+    Returns
+    -------
+    int
+        Between 1 and ``most``.
+    """
+    return max(1, min(most, BLOCK_ENTRIES // max(int(width), 1)))
+
 #: Largest training set whose Gram matrix is checked for positive semidefiniteness
 #: (a Cholesky factorisation, m³/3 flops; the check is skipped, with a note in the
 #: warning, above it).
@@ -393,8 +416,9 @@ class Kernel:
             out = np.zeros((len(rows), coef.shape[1]))
         if len(support) == 0:
             return out
-        for start in range(0, len(rows), _CHUNK_ROWS):
-            chunk = rows[start : start + _CHUNK_ROWS]
+        size = block_rows(len(support))
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
             out[start : start + len(chunk)] += self.gram(chunk, support) @ coef[support]
         return out
 
@@ -417,8 +441,17 @@ class Kernel:
         X = self.X   # (KernelCache puts a CSR matrix in canonical form on a copy)
         if not sp.issparse(X):
             X = np.ascontiguousarray(X, dtype=np.float64)
-        return KernelCache(
-            X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree), float(self.coef0),
-            float(cache_size), float32=bool(float32), n_threads=int(n_threads),
-            offset=float(offset),
-        )
+        try:
+            return KernelCache(
+                X, KERNEL_CODES[self.name], float(self.gamma), float(self.degree),
+                float(self.coef0), float(cache_size), float32=bool(float32),
+                n_threads=int(n_threads), offset=float(offset),
+            )
+        except MemoryError as error:
+            # The row buffer is allocated at once: the budget, or the whole Gram matrix.
+            m = self.n_samples
+            raise MemoryError(
+                f"{error} The kernel cache of cache_size={cache_size:.10g} MB (at most the whole "
+                f"{m} x {m} Gram matrix, {m * m * (4 if float32 else 8) / 2**20:.6g} MB) does "
+                "not fit in memory: lower cache_size."
+            ) from None

@@ -122,11 +122,23 @@ def _seed(random_state) -> int:
 
 
 def coef_from_state(problem: DualProblem, Wt: np.ndarray) -> np.ndarray:
-    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ."""
-    W = Wt.T
+    """The centred W̄ (Q × d) of the estimator's ``coef_`` from the solver's uncentred Wᵀ.
+
+    Centres ``Wt`` in place and returns its transpose (a view): the solver's
+    last use of it, so that W̄ costs no second d × Q array.
+    """
     if problem.machine.sum_to_zero:
-        W = W - W.mean(axis=0, keepdims=True)
-    return np.ascontiguousarray(W)
+        Wt -= Wt.mean(axis=1, keepdims=True)
+    return Wt.T
+
+
+def coef_sqnorm(problem: DualProblem, Wt: np.ndarray) -> float:
+    """‖W̄‖² of the centred W̄ from the uncentred Wᵀ, without a d × Q temporary."""
+    total = float(np.einsum("jc,jc->", Wt, Wt))
+    if problem.machine.sum_to_zero:
+        mean = Wt.mean(axis=1)
+        total -= Wt.shape[1] * float(mean @ mean)
+    return total
 
 
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
@@ -233,8 +245,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     points = []
 
     def dual() -> float:
-        W = coef_from_state(problem, Wt)
-        J = 0.5 * float(np.sum(W * W)) - float(np.sum(problem.targets * alpha))
+        J = 0.5 * coef_sqnorm(problem, Wt) - float(np.sum(problem.targets * alpha))
         if has_shift:
             beta = B - B.mean(axis=1, keepdims=True) if problem.machine.sum_to_zero else B
             J += 0.5 * float(np.sum(shift[:, None] * beta * beta))
