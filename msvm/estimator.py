@@ -54,6 +54,10 @@ __all__ = ["MultiClassSVC", "FitSetup", "MsvmVersionWarning"]
 #: ignore them is an error, not a warning.
 _DEFINING_OPTIONS = frozenset({"online_strategy", "epochs"})
 
+#: Parameters that define the problem a fitted model solves: partial_fit continues a
+#: model only while they are the ones it was fitted with.
+_PROBLEM_PARAMS = ("model", "C", "kernel", "gamma", "degree", "coef0", "class_weight")
+
 #: A solver's "optimal" stands when the float64 KKT violation is within this
 #: factor of ``tol`` (the solver's own test passed on its running scores).
 _KKT_SLACK = 1.0 + 1e-6
@@ -677,6 +681,7 @@ default='rbf'
             warnings.simplefilter("ignore", ConvergenceWarning)
             solution = get_solver(setup.solver).solve(problem, **options)
         self._warm_alpha = solution.alpha if self.warm_start else None
+        self._fit_params = self._problem_params()
         self._stream = None
         self._fit_seed = None
         self._no_continue = None
@@ -993,6 +998,11 @@ default='rbf'
         is resolved on the first chunk.  ``partial_fit`` continues a bias-free
         fit by any solver, online from its support vectors and dual variables
         (set ``solver='online'`` or ``'auto'`` first if the fit used another).
+        The parameters that define the problem (``model``, ``C``, ``kernel``,
+        ``gamma``, ``degree``, ``coef0``, ``class_weight``) must stay those
+        the model was fitted with (a ValueError names the changed ones: call
+        :meth:`fit` to start again); ``tol``, ``online_strategy`` and
+        ``cache_size`` changed between calls apply from the next chunk.
 
         Parameters
         ----------
@@ -1037,6 +1047,11 @@ default='rbf'
         if stream is None and reason is not None:
             raise ValueError(f"partial_fit cannot continue this model: {reason}. Fit it "
                              "again (fit or partial_fit on a fresh estimator).")
+        if stream is not None or getattr(self, "_fit_seed", None) is not None:
+            self._check_unchanged_problem()
+        if stream is not None:
+            stream.reconfigure(tol=self.tol, online_strategy=self.online_strategy,
+                               cache_size=self.cache_size)
         if stream is None and getattr(self, "_fit_seed", None) is not None:
             # Continue a fit by another solver from its support vectors and their α.
             labels, alpha_sv, n_train, weight_sv = (tuple(self._fit_seed) + (None,))[:4]
@@ -1094,6 +1109,7 @@ default='rbf'
             self.classes_ = known
             self.gamma_ = float(gamma_)
             self._stream = stream
+            self._fit_params = self._problem_params()
         self.class_weight_ = np.ones(len(known)) if class_weight is None else class_weight
         status = stream.feed(X, y_codes, max_iter=None if self.max_iter in (None, -1)
                              else int(self.max_iter), verbose=bool(self.verbose),
@@ -1102,6 +1118,34 @@ default='rbf'
                   f"{stream.state.n_steps} steps so far, status={status}")
         self._set_fitted_stream(status)
         return self
+
+    def _problem_params(self) -> dict:
+        """The parameters of :data:`_PROBLEM_PARAMS` as they are now."""
+        return {name: getattr(self, name) for name in _PROBLEM_PARAMS}
+
+    def _check_unchanged_problem(self) -> None:
+        """Refuse to continue a model whose problem parameters changed since it was fitted.
+
+        The online solver's state (support patterns, their dual variables and
+        gradients) belongs to the problem it was fitted on; continued under
+        other parameters, the model would mix two problems while the
+        estimator reports the new ones.
+        """
+        fitted = getattr(self, "_fit_params", None)
+        if fitted is None:   # pickled by an msvm that did not record them
+            return
+        changed = [name for name in _PROBLEM_PARAMS if not _same(getattr(self, name),
+                                                                  fitted[name])]
+        if changed:
+            was = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
+            now = ", ".join(f"{name}={getattr(self, name)!r}" for name in changed)
+            raise ValueError(
+                f"partial_fit continues the model fitted with {was}, but the estimator now "
+                f"has {now}: its support patterns and dual variables belong to the problem "
+                "it was fitted on. Set the parameters back, or call fit (or partial_fit on a "
+                "fresh estimator, e.g. sklearn.base.clone(estimator)) to start a model with "
+                "the new ones."
+            )
 
     def _set_fitted_stream(self, status: str) -> None:
         """Fitted attributes from the online stream's support patterns."""
