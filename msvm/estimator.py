@@ -673,42 +673,42 @@ default='rbf'
     def _fit(self, X, y, sample_weight):
         """:meth:`fit` proper (``fit`` undoes its changes when it raises)."""
         setup = self.prepare_fit(X, y, sample_weight)
-        X, problem, gamma_ = setup.X, setup.problem, setup.gamma
-        n_rows = (setup.fit_shape or X.shape)[0]   # rows of the user's X
         options = self.solver_options(setup)
         with warnings.catch_warnings():
-            # Non-convergence is reported below, with the diagnostics.
+            # Non-convergence is reported by set_solution, with the diagnostics.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            solution = get_solver(setup.solver).solve(problem, **options)
+            solution = get_solver(setup.solver).solve(setup.problem, **options)
+        self._log(
+            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
+            f"{solution.time:.3f} s"
+        )
+        return self.set_solution(setup, solution)
+
+    def _keep_for_continuing(self, setup: FitSetup, solution) -> None:
+        """What a next warm-started :meth:`fit` and :meth:`partial_fit` continue from:
+        the solution just stored, never the state of an earlier model."""
+        X, problem = setup.X, setup.problem
+        n_rows = (setup.fit_shape or X.shape)[0]   # rows of the user's X
         self._warm_alpha = solution.alpha if self.warm_start else None
         self._fit_params = self._problem_params()
-        self._stream = None
-        self._fit_seed = None
-        self._no_continue = None
+        self._stream = self._fit_seed = self._no_continue = None
         exported = solution.info.pop("online_state", None)
         if exported is not None and setup.index is not None:
             exported["gids"] = setup.index[exported["gids"]]   # the user's row numbers
         if exported is not None:
             # An online fit can be continued by partial_fit.
             self._stream = OnlineStream.from_export(
-                exported, problem.machine, self.C, self.kernel, gamma_, self.degree,
+                exported, problem.machine, self.C, self.kernel, setup.gamma, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
                 online_strategy=self.online_strategy, cache_size=self.cache_size,
                 random_state=self.random_state, n_seen=n_rows, time=solution.time)
-        self._log(
-            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
-            f"{solution.time:.3f} s"
-        )
-        self.set_solution(setup, solution)
-        if (self._stream is None and not self.fit_intercept and not self._precomputed
-                and not callable(self.kernel)):
+        elif not self.fit_intercept and not self._precomputed and not callable(self.kernel):
             # What partial_fit needs to continue this model (support vectors' labels, α
             # and weights).
             local = (self.support_ if setup.index is None
                      else np.searchsorted(setup.index, self.support_))
             self._fit_seed = (problem.y[local], solution.alpha[local], n_rows,
                               problem.sample_weight[local] if problem.weighted else None)
-        return self
 
     def prepare_fit(self, X, y, sample_weight=None) -> FitSetup:
         """Validate the parameters and (X, y); build the dual problem (first step of fit).
@@ -869,7 +869,8 @@ default='rbf'
         Part of the advanced API (see Notes of the class).  The solution is
         certified as in :meth:`fit` (``certify``, then
         :func:`~msvm.diagnostics.diagnose`) and every fitted attribute is
-        set from it; a solver that did not converge gives a
+        set from it, as is what a next warm-started :meth:`fit` and
+        :meth:`partial_fit` continue from; a solver that did not converge gives a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
 
         Parameters
@@ -943,6 +944,7 @@ default='rbf'
             "score_drift": drift,
             **diagnostics.as_dict(),
         }
+        self._keep_for_continuing(setup, solution)
         if status not in _EXPECTED_STATUSES:
             detail = solution.info.get("error") or solution.info.get("backend_status", "")
             warnings.warn(
