@@ -289,7 +289,12 @@ default='rbf'
         :meth:`decision_function` (blocks of test rows, BLAS on one thread
         each; with None or 1, BLAS keeps its own threads); None means 1
         (also inside a joblib ``parallel_backend`` context, so that each fit
-        of a parallel search takes one core), -1 all cores.  The solution and
+        of a parallel search takes one core), -1 all cores.  Inside the worker
+        processes of joblib's default ``loky`` backend (e.g. of
+        ``GridSearchCV(n_jobs=k)``) the threads are capped by joblib's limit
+        there (cores / k); inside the worker threads of its ``threading``
+        backend they are not (nor is joblib's own nested ``Parallel``), so
+        leave ``n_jobs=None`` for a search run on threads.  The solution and
         the scores do not depend on it (beyond round-off).
         S2DO times its passes on one thread against all from time to time
         and keeps the faster; it runs on one thread while other processes
