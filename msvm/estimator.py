@@ -55,6 +55,10 @@ __all__ = ["MultiClassSVC", "FitSetup", "MsvmVersionWarning"]
 #: ignore them is an error, not a warning.
 _DEFINING_OPTIONS = frozenset({"online_strategy", "epochs"})
 
+#: Parameters that define the problem a fitted model solves: partial_fit continues a
+#: model only while they are the ones it was fitted with.
+_PROBLEM_PARAMS = ("model", "C", "kernel", "gamma", "degree", "coef0", "class_weight")
+
 #: A solver's "optimal" stands when the float64 KKT violation is within this
 #: factor of ``tol`` (the solver's own test passed on its running scores).
 _KKT_SLACK = 1.0 + 1e-6
@@ -286,7 +290,12 @@ default='rbf'
         :meth:`decision_function` (blocks of test rows, BLAS on one thread
         each; with None or 1, BLAS keeps its own threads); None means 1
         (also inside a joblib ``parallel_backend`` context, so that each fit
-        of a parallel search takes one core), -1 all cores.  The solution and
+        of a parallel search takes one core), -1 all cores.  Inside the worker
+        processes of joblib's default ``loky`` backend (e.g. of
+        ``GridSearchCV(n_jobs=k)``) the threads are capped by joblib's limit
+        there (cores / k); inside the worker threads of its ``threading``
+        backend they are not (nor is joblib's own nested ``Parallel``), so
+        leave ``n_jobs=None`` for a search run on threads.  The solution and
         the scores do not depend on it (beyond round-off).
         S2DO times its passes on one thread against all from time to time
         and keeps the faster; it runs on one thread while other processes
@@ -670,41 +679,42 @@ default='rbf'
     def _fit(self, X, y, sample_weight):
         """:meth:`fit` proper (``fit`` undoes its changes when it raises)."""
         setup = self.prepare_fit(X, y, sample_weight)
-        X, problem, gamma_ = setup.X, setup.problem, setup.gamma
-        n_rows = (setup.fit_shape or X.shape)[0]   # rows of the user's X
         options = self.solver_options(setup)
         with warnings.catch_warnings():
-            # Non-convergence is reported below, with the diagnostics.
+            # Non-convergence is reported by set_solution, with the diagnostics.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            solution = get_solver(setup.solver).solve(problem, **options)
+            solution = get_solver(setup.solver).solve(setup.problem, **options)
+        self._log(
+            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
+            f"{solution.time:.3f} s"
+        )
+        return self.set_solution(setup, solution)
+
+    def _keep_for_continuing(self, setup: FitSetup, solution) -> None:
+        """What a next warm-started :meth:`fit` and :meth:`partial_fit` continue from:
+        the solution just stored, never the state of an earlier model."""
+        X, problem = setup.X, setup.problem
+        n_rows = (setup.fit_shape or X.shape)[0]   # rows of the user's X
         self._warm_alpha = solution.alpha if self.warm_start else None
-        self._stream = None
-        self._fit_seed = None
-        self._no_continue = None
+        self._fit_params = self._problem_params()
+        self._stream = self._fit_seed = self._no_continue = None
         exported = solution.info.pop("online_state", None)
         if exported is not None and setup.index is not None:
             exported["gids"] = setup.index[exported["gids"]]   # the user's row numbers
         if exported is not None:
             # An online fit can be continued by partial_fit.
             self._stream = OnlineStream.from_export(
-                exported, problem.machine, self.C, self.kernel, gamma_, self.degree,
+                exported, problem.machine, self.C, self.kernel, setup.gamma, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
                 online_strategy=self.online_strategy, cache_size=self.cache_size,
                 random_state=self.random_state, n_seen=n_rows, time=solution.time)
-        self._log(
-            f"solve: {solution.solver} status={solution.status}, {solution.n_iter} iterations, "
-            f"{solution.time:.3f} s"
-        )
-        self.set_solution(setup, solution)
-        if (self._stream is None and not self.fit_intercept and not self._precomputed
-                and not callable(self.kernel)):
+        elif not self.fit_intercept and not self._precomputed and not callable(self.kernel):
             # What partial_fit needs to continue this model (support vectors' labels, α
             # and weights).
             local = (self.support_ if setup.index is None
                      else np.searchsorted(setup.index, self.support_))
             self._fit_seed = (problem.y[local], solution.alpha[local], n_rows,
                               problem.sample_weight[local] if problem.weighted else None)
-        return self
 
     def prepare_fit(self, X, y, sample_weight=None) -> FitSetup:
         """Validate the parameters and (X, y); build the dual problem (first step of fit).
@@ -865,7 +875,8 @@ default='rbf'
         Part of the advanced API (see Notes of the class).  The solution is
         certified as in :meth:`fit` (``certify``, then
         :func:`~msvm.diagnostics.diagnose`) and every fitted attribute is
-        set from it; a solver that did not converge gives a
+        set from it, as is what a next warm-started :meth:`fit` and
+        :meth:`partial_fit` continue from; a solver that did not converge gives a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
 
         Parameters
@@ -939,6 +950,7 @@ default='rbf'
             "score_drift": drift,
             **diagnostics.as_dict(),
         }
+        self._keep_for_continuing(setup, solution)
         if status not in _EXPECTED_STATUSES:
             detail = solution.info.get("error") or solution.info.get("backend_status", "")
             warnings.warn(
@@ -996,6 +1008,11 @@ default='rbf'
         is resolved on the first chunk.  ``partial_fit`` continues a bias-free
         fit by any solver, online from its support vectors and dual variables
         (set ``solver='online'`` or ``'auto'`` first if the fit used another).
+        The parameters that define the problem (``model``, ``C``, ``kernel``,
+        ``gamma``, ``degree``, ``coef0``, ``class_weight``) must stay those
+        the model was fitted with (a ValueError names the changed ones: call
+        :meth:`fit` to start again); ``tol``, ``online_strategy`` and
+        ``cache_size`` changed between calls apply from the next chunk.
 
         Parameters
         ----------
@@ -1040,6 +1057,11 @@ default='rbf'
         if stream is None and reason is not None:
             raise ValueError(f"partial_fit cannot continue this model: {reason}. Fit it "
                              "again (fit or partial_fit on a fresh estimator).")
+        if stream is not None or getattr(self, "_fit_seed", None) is not None:
+            self._check_unchanged_problem()
+        if stream is not None:
+            stream.reconfigure(tol=self.tol, online_strategy=self.online_strategy,
+                               cache_size=self.cache_size)
         if stream is None and getattr(self, "_fit_seed", None) is not None:
             # Continue a fit by another solver from its support vectors and their α.
             labels, alpha_sv, n_train, weight_sv = (tuple(self._fit_seed) + (None,))[:4]
@@ -1097,6 +1119,7 @@ default='rbf'
             self.classes_ = known
             self.gamma_ = float(gamma_)
             self._stream = stream
+            self._fit_params = self._problem_params()
         self.class_weight_ = np.ones(len(known)) if class_weight is None else class_weight
         status = stream.feed(X, y_codes, max_iter=None if self.max_iter in (None, -1)
                              else int(self.max_iter), verbose=bool(self.verbose),
@@ -1105,6 +1128,34 @@ default='rbf'
                   f"{stream.state.n_steps} steps so far, status={status}")
         self._set_fitted_stream(status)
         return self
+
+    def _problem_params(self) -> dict:
+        """The parameters of :data:`_PROBLEM_PARAMS` as they are now."""
+        return {name: getattr(self, name) for name in _PROBLEM_PARAMS}
+
+    def _check_unchanged_problem(self) -> None:
+        """Refuse to continue a model whose problem parameters changed since it was fitted.
+
+        The online solver's state (support patterns, their dual variables and
+        gradients) belongs to the problem it was fitted on; continued under
+        other parameters, the model would mix two problems while the
+        estimator reports the new ones.
+        """
+        fitted = getattr(self, "_fit_params", None)
+        if fitted is None:   # pickled by an msvm that did not record them
+            return
+        changed = [name for name in _PROBLEM_PARAMS if not _same(getattr(self, name),
+                                                                  fitted[name])]
+        if changed:
+            was = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
+            now = ", ".join(f"{name}={getattr(self, name)!r}" for name in changed)
+            raise ValueError(
+                f"partial_fit continues the model fitted with {was}, but the estimator now "
+                f"has {now}: its support patterns and dual variables belong to the problem "
+                "it was fitted on. Set the parameters back, or call fit (or partial_fit on a "
+                "fresh estimator, e.g. sklearn.base.clone(estimator)) to start a model with "
+                "the new ones."
+            )
 
     def _set_fitted_stream(self, status: str) -> None:
         """Fitted attributes from the online stream's support patterns."""

@@ -424,6 +424,58 @@ def test_partial_fit_continues_fits_and_pickles(stream_data):
     assert abs(copy.score(Xt, yt) - onl.score(Xt, yt)) <= 0.05
 
 
+
+@pytest.mark.parametrize("change", [dict(C=10.0), dict(model="cs"), dict(kernel="linear"),
+                                    dict(gamma=5.0), dict(coef0=1.0),
+                                    dict(class_weight={0: 2.0})])
+@pytest.mark.parametrize("start", ["partial_fit", "fit"])
+def test_partial_fit_refuses_changed_problem_parameters(stream_data, change, start):
+    """The stream's support patterns and α belong to the problem they were fitted on:
+    continued after set_params(C=..., kernel=...), partial_fit went on with the old
+    problem (or, after a fit, started from an α infeasible for the new one) while the
+    estimator reported the new parameters (kernel='linear' even predicted through a coef_
+    of the RBF model)."""
+    X, y, _, _ = stream_data
+
+    def started():
+        clf = MultiClassSVC(C=1.0, kernel="poly", degree=2, random_state=0)
+        if start == "fit":
+            return clf.set_params(solver="s2do").fit(X[:200], y[:200]).set_params(
+                solver="online")
+        return clf.partial_fit(X[:200], y[:200], classes=np.unique(y))
+
+    clf, twin = started(), started()
+    before = clf.dual_coef_.copy()
+    name = next(iter(change))
+    with pytest.raises(ValueError, match=f"partial_fit continues the model fitted with {name}="):
+        clf.set_params(**change).partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(clf.dual_coef_, before)   # the model as it was
+    # Set back, the stream goes on as if nothing had happened.
+    clf.set_params(**{name: twin.get_params()[name]}).partial_fit(X[200:], y[200:])
+    twin.partial_fit(X[200:], y[200:])
+    assert clf.solution_["n_seen"] == twin.solution_["n_seen"] == len(y)
+    np.testing.assert_allclose(clf.solution_["dual_objective"],
+                               twin.solution_["dual_objective"], rtol=1e-12)
+
+
+def test_partial_fit_applies_changed_algorithm_settings(stream_data):
+    """tol, online_strategy and cache_size changed between chunks take effect on the next
+    chunk (they were kept from the first call, silently)."""
+    X, y, _, _ = stream_data
+    kept = MultiClassSVC(model="ww", tol=1e-3, random_state=0)
+    kept.partial_fit(X[:200], y[:200], classes=np.unique(y))
+    changed = pickle.loads(pickle.dumps(kept))
+    kept.partial_fit(X[200:], y[200:])
+    changed.set_params(tol=0.5, online_strategy="random_pattern_s2do_pattern",
+                       cache_size=10.0).partial_fit(X[200:], y[200:])
+    stream = changed._stream
+    assert (stream.tol, stream.strategy, stream.cache_size) == (0.5, 2, 10.0)
+    # The support patterns of the first chunk were kept; the second chunk took another path.
+    assert changed.solution_["n_seen"] == kept.solution_["n_seen"] == len(y)
+    assert changed.n_iter_ != kept.n_iter_
+    assert np.isin(kept.support_[kept.support_ < 200], np.arange(200)).all()
+
+
 def test_partial_fit_sparse(stream_data):
     X, y, Xt, yt = stream_data
     dense = MultiClassSVC(model="ww", gamma=0.5, random_state=0)

@@ -148,6 +148,25 @@ def test_fit_in_steps_equals_fit(wine):
     assert stepped.solution_["dual_objective"] == fitted.solution_["dual_objective"]
 
 
+
+def test_set_solution_is_what_partial_fit_and_warm_start_continue(wine):
+    """A model stored by set_solution is the one partial_fit and a warm-started fit go on
+    from (partial_fit went on with the stream of an earlier partial_fit, dropping the
+    stored model, and a warm start started from the fit before it)."""
+    X, y = wine
+    params = dict(model="ww", C=2.0, tol=1e-5, random_state=0, warm_start=True)
+    est = MultiClassSVC(**params).partial_fit(X[:60], y[:60], classes=np.unique(y))
+    setup = est.prepare_fit(X, y)
+    solution = get_solver(setup.solver).solve(setup.problem, **est.solver_options(setup))
+    est.set_solution(setup, solution)
+    np.testing.assert_array_equal(est.solver_options(setup)["warm_start"], solution.alpha)
+    est.partial_fit(X[:30], y[:30])
+    fitted = MultiClassSVC(**params).fit(X, y).partial_fit(X[:30], y[:30])
+    assert est.solution_["n_seen"] == fitted.solution_["n_seen"] == len(y) + 30
+    np.testing.assert_array_equal(est.support_, fitted.support_)
+    np.testing.assert_array_equal(est.dual_coef_, fitted.dual_coef_)
+
+
 def test_bad_n_jobs(wine):
     X, y = wine
     for bad in (0, 1.5, "2", True):

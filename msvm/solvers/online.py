@@ -610,6 +610,18 @@ class OnlineStream:
         stream.time = float(time)
         return stream
 
+    def reconfigure(self, *, tol: float, online_strategy: str, cache_size: float) -> None:
+        """Continue with other algorithm settings (the support patterns and their state
+        kept, the kernel cache rebuilt empty); nothing changes when they are the same."""
+        strategy = check_strategy(online_strategy)
+        if (float(tol), strategy, float(cache_size)) == (self.tol, self.strategy,
+                                                         self.cache_size):
+            return
+        self.tol, self.strategy, self.cache_size = float(tol), strategy, float(cache_size)
+        exported = self.state.export()
+        self.state = self._new(exported["rng"])
+        self.state.restore(exported)
+
     def _new(self, seed):
         return new_state(
             self.machine, self.C, layout=_SPARSE if self.sparse else _DENSE,
