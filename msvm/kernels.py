@@ -165,9 +165,10 @@ def check_kernel_range(kernel: Kernel) -> None:
     kernels are finite everywhere when they are finite at that bound; RBF,
     Laplace and sigmoid values are bounded by 1, but the RBF's squared
     distances, computed as ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ (scikit-learn's), are NaN
-    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel (not PSD in
-    general) is checked for definiteness as a precomputed one is, up to
-    :data:`PSD_CHECK_MAX_SAMPLES` points.
+    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel, and a
+    polynomial one with coef0 < 0 (neither is PSD in general; with coef0 ≥ 0 the
+    polynomial kernel is a sum of PSD powers of ⟨x, x'⟩), is checked for definiteness as a
+    precomputed one is, up to :data:`PSD_CHECK_MAX_SAMPLES` points.
     """
     import warnings
 
@@ -188,12 +189,14 @@ def check_kernel_range(kernel: Kernel) -> None:
                 f"(max ||x||^2 = {float(np.max(sq)):.3g}); scale the features first, e.g. "
                 "with sklearn.preprocessing.StandardScaler."
             )
-    elif kernel.name == "sigmoid":
+    if kernel.name == "sigmoid" or (kernel.name == "poly" and kernel.coef0 < 0
+                                    and kernel.degree > 0):
+        what = "sigmoid kernel" if kernel.name == "sigmoid" else "poly kernel with coef0 < 0"
         if kernel.n_samples <= PSD_CHECK_MAX_SAMPLES:
-            check_gram(kernel.gram(), "sigmoid kernel's Gram")
+            check_gram(kernel.gram(), f"{kernel.name} kernel's Gram matrix")
         else:
             warnings.warn(
-                "The sigmoid kernel is not positive semidefinite in general and was not "
+                f"The {what} is not positive semidefinite in general and was not "
                 f"checked (more than {PSD_CHECK_MAX_SAMPLES} points).",
                 IndefiniteKernelWarning, stacklevel=3,
             )
