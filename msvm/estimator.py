@@ -227,9 +227,11 @@ default='rbf'
     gamma : {'scale', 'auto'} or float, default='scale'
         γ of the ``'rbf'``, ``'laplace'``, ``'poly'`` and ``'sigmoid'``
         kernels.  ``'scale'`` is 1 / (n_features · X.var()) and ``'auto'`` is
-        1 / n_features, exactly as in :class:`sklearn.svm.SVC`, except that
-        with a ``sample_weight`` the variance is weighted by it (see
-        :meth:`fit`); the value used is stored in ``gamma_``.
+        1 / n_features, as in :class:`sklearn.svm.SVC`, except that with a
+        ``sample_weight`` the variance is weighted by it (see :meth:`fit`),
+        that of a sparse X is computed in two passes as a dense one's (SVC's
+        one-pass formula can come out negative) and that of a constant X is 0
+        (γ = 1); the value used is stored in ``gamma_``.
     coef0 : float, default=0.0
         Independent term of the ``'poly'`` and ``'sigmoid'`` kernels.
     fit_intercept : bool, default=False

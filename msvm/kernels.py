@@ -188,9 +188,10 @@ def check_kernel_range(kernel: Kernel) -> None:
     kernels are finite everywhere when they are finite at that bound; RBF,
     Laplace and sigmoid values are bounded by 1, but the RBF's squared
     distances, computed as ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ (scikit-learn's), are NaN
-    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel (not PSD in
-    general) is checked for definiteness as a precomputed one is, up to
-    :data:`PSD_CHECK_MAX_SAMPLES` points.
+    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel, and a
+    polynomial one with coef0 < 0 (neither is PSD in general; with coef0 ≥ 0 the
+    polynomial kernel is a sum of PSD powers of ⟨x, x'⟩), is checked for definiteness as a
+    precomputed one is, up to :data:`PSD_CHECK_MAX_SAMPLES` points.
     """
     import warnings
 
@@ -211,22 +212,57 @@ def check_kernel_range(kernel: Kernel) -> None:
                 f"(max ||x||^2 = {float(np.max(sq)):.3g}); scale the features first, e.g. "
                 "with sklearn.preprocessing.StandardScaler."
             )
-    elif kernel.name == "sigmoid":
+    if kernel.name == "sigmoid" or (kernel.name == "poly" and kernel.coef0 < 0
+                                    and kernel.degree > 0):
+        what = "sigmoid kernel" if kernel.name == "sigmoid" else "poly kernel with coef0 < 0"
         if kernel.n_samples <= PSD_CHECK_MAX_SAMPLES:
-            check_gram(kernel.gram(), "sigmoid kernel's Gram")
+            check_gram(kernel.gram(), f"{kernel.name} kernel's Gram matrix")
         else:
             warnings.warn(
-                "The sigmoid kernel is not positive semidefinite in general and was not "
+                f"The {what} is not positive semidefinite in general and was not "
                 f"checked (more than {PSD_CHECK_MAX_SAMPLES} points).",
                 IndefiniteKernelWarning, stacklevel=3,
             )
+
+
+def _entry_variance(X, sample_weight=None) -> float:
+    """Variance of the entries of X (dense or CSR), row i counted ``sample_weight[i]`` times.
+
+    Two passes (the mean, then the squared deviations from it), as
+    ``ndarray.var``: the one-pass E[x²] − E[x]² cancels for data far from 0
+    (a constant or near-constant X) and can come out negative.  The implicit
+    zeros of a CSR row contribute (0 − mean)² each.
+    """
+    m, n_features = X.shape
+    w = np.ones(m) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    w = w / w.max()   # (the variance does not change; w.sum() stays finite)
+    total = w.sum() * n_features
+    mean = float(np.sum(w @ X)) / total
+    if not sp.issparse(X):
+        return float(np.sum(w @ (X - mean) ** 2)) / total
+    rows = np.repeat(np.arange(m), np.diff(X.indptr))
+    implicit = n_features - np.diff(X.indptr)
+    return float(w[rows] @ (X.data - mean) ** 2 + mean**2 * (w @ implicit)) / total
+
+
+def _constant(X) -> bool:
+    """Whether every entry of X (dense or CSR, implicit zeros included) is the same."""
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return True
+    low, high = values.min(), values.max()
+    if sp.issparse(X) and X.nnz < X.shape[0] * X.shape[1]:
+        return low == high == 0
+    return low == high
 
 
 def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
     """Turn ``'scale'``, ``'auto'`` or a number into the RBF/poly/sigmoid γ.
 
     ``'scale'`` is 1 / (n_features · Var(X)) and ``'auto'`` is 1 / n_features,
-    exactly as in :class:`sklearn.svm.SVC`.  With ``sample_weight`` (n_samples,
+    as in :class:`sklearn.svm.SVC` but for round-off: Var(X) of a sparse X is
+    computed in two passes as a dense one's (SVC's E[x²] − E[x]² can come out
+    negative) and a constant X has variance 0.  With ``sample_weight`` (n_samples,
     non-negative) Var(X) is the weighted variance of X's entries, each row
     counted w_i times, so that an integer weight is the same as repeating the
     row (:class:`sklearn.svm.SVC` uses the unweighted variance).  A variance
@@ -236,27 +272,22 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
+            if sample_weight is not None:
+                w = np.asarray(sample_weight, dtype=np.float64)
+                if not w.max(initial=0.0) > 0:
+                    if not used:
+                        return 1.0
+                    # (The weighted variance is 0/0, which read as an overflow.)
+                    raise ValueError("gamma='scale' needs the weighted variance of X, "
+                                     "but every sample_weight is 0; give gamma as a "
+                                     "number.")
             with np.errstate(over="ignore", invalid="ignore"):
-                if sample_weight is not None:
-                    w = np.asarray(sample_weight, dtype=np.float64)
-                    if not w.max(initial=0.0) > 0:
-                        if not used:
-                            return 1.0
-                        # (The weighted variance is 0/0, which read as an overflow.)
-                        raise ValueError("gamma='scale' needs the weighted variance of X, "
-                                         "but every sample_weight is 0; give gamma as a "
-                                         "number.")
-                    w = w / w.max()   # (the variance does not change; w.sum() stays finite)
-                    total = w.sum() * n_features
-                    mean = float(np.sum(w @ X)) / total
-                    if sp.issparse(X):
-                        var = float(np.sum(w @ X.multiply(X))) / total - mean**2
-                    else:   # two passes, as ndarray.var
-                        var = float(np.sum(w @ (X - mean) ** 2)) / total
-                elif sp.issparse(X):
-                    var = X.multiply(X).mean() - X.mean() ** 2
-                else:
+                if _constant(X):
+                    var = 0.0   # (not the round-off of the mean: γ would be ~1e30)
+                elif sample_weight is None and not sp.issparse(X):
                     var = X.var()
+                else:
+                    var = _entry_variance(X, sample_weight)
             if not np.isfinite(var) and not used:
                 return 1.0
             if not np.isfinite(var):

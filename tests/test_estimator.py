@@ -221,6 +221,29 @@ def test_gamma_resolved_like_svc(iris, gamma, sparse):
     assert number.gamma_ == 0.125
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gamma_scale_of_near_constant_data_is_the_same_dense_and_sparse(weighted):
+    """gamma='scale' on CSR data took Var(X) as E[x²] − E[x]², which cancels for entries far
+    from 0: a CSR X of 3.3 + 1e-6·noise got γ = −9.4e13 (dense: +7.7e11), a negative γ
+    that makes exp(−γ‖x − x'‖²) blow up on new points.  And a constant X got γ = 1 or
+    ~1e29 depending on the round-off of its mean (and on whether weights were given)."""
+    rng = np.random.RandomState(0)
+    X = 3.3 + np.zeros((30, 3))
+    X[:, 0] += 1e-6 * rng.normal(size=30)
+    y = np.arange(30) % 3
+    sw = rng.uniform(0.5, 2.0, size=30) if weighted else None
+    dense = MultiClassSVC(tol=1e-8).fit(X, y, sample_weight=sw)
+    sparse = MultiClassSVC(tol=1e-8).fit(sp.csr_matrix(X), y, sample_weight=sw)
+    assert dense.gamma_ > 0
+    assert sparse.gamma_ == pytest.approx(dense.gamma_, rel=1e-6)
+    sw12 = None if sw is None else sw[:12]
+    for constant in (0.1, 3.3):
+        C = np.full((12, 2), constant)
+        for A in (C, sp.csr_matrix(C)):
+            fitted = MultiClassSVC().fit(A, np.arange(12) % 3, sample_weight=sw12)
+            assert fitted.gamma_ == 1.0   # Var(X) = 0, as for all-zero X
+
+
 @pytest.mark.parametrize("model,bias", [("ww", False), ("cs", True), ("llw", True),
                                         ("msvm2", False)])
 def test_cvxpy_and_osqp_agree(small3, model, bias):
