@@ -278,7 +278,8 @@ def test_polynomial_kernel_with_negative_coef0_is_checked_for_definiteness(degre
     X = np.random.RandomState(3).normal(size=(45, 3))
     y = np.arange(45) % 3
     params = dict(kernel="poly", degree=degree, gamma=1.0)
-    K = MultiClassSVC(**params, coef0=-1.0).prepare_fit(X, y).problem.kernel.gram()
+    with pytest.warns(IndefiniteKernelWarning, match="poly kernel's Gram matrix is not"):
+        K = MultiClassSVC(**params, coef0=-1.0).prepare_fit(X, y).problem.kernel.gram()
     assert np.linalg.eigvalsh(K)[0] < -1.0   # the case at hand
     with pytest.warns(IndefiniteKernelWarning, match="poly kernel's Gram matrix is not"):
         MultiClassSVC(**params, coef0=-1.0).fit(X, y)
