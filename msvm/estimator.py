@@ -1383,7 +1383,7 @@ def _unsortable(labels, name: str, error: TypeError) -> TypeError:
 
 
 def _same(value, default) -> bool:
-    """Whether a parameter value equals its default (200 and 200.0 alike)."""
+    """Whether two values of a parameter are equal (200 and 200.0 alike)."""
     if value is default:
         return True
     try:

@@ -424,7 +424,6 @@ def test_partial_fit_continues_fits_and_pickles(stream_data):
     assert abs(copy.score(Xt, yt) - onl.score(Xt, yt)) <= 0.05
 
 
-
 @pytest.mark.parametrize("change", [dict(C=10.0), dict(model="cs"), dict(kernel="linear"),
                                     dict(gamma=5.0), dict(coef0=1.0),
                                     dict(class_weight={0: 2.0})])

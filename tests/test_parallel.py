@@ -148,7 +148,6 @@ def test_fit_in_steps_equals_fit(wine):
     assert stepped.solution_["dual_objective"] == fitted.solution_["dual_objective"]
 
 
-
 def test_set_solution_is_what_partial_fit_and_warm_start_continue(wine):
     """A model stored by set_solution is the one partial_fit and a warm-started fit go on
     from (partial_fit went on with the stream of an earlier partial_fit, dropping the
