@@ -85,3 +85,39 @@ def test_round_off_in_a_psd_kernel_is_not_indefiniteness(solver, bias):
     clf = MultiClassSVC(fit_intercept=bias, solver=solver).fit(X, y)
     assert clf.solution_["status"] == "optimal"
     np.testing.assert_allclose(clf.decision_function(X), ref.decision_function(X), atol=1e-6)
+
+
+def test_ctrl_c_stops_the_osqp_reference(monkeypatch):
+    """OSQP takes SIGINT itself while it iterates and returns status 'interrupted': the
+    OSQP reference went on with its next attempt (and could return a polished answer)
+    instead of stopping on Ctrl-C."""
+    import signal
+    import threading
+
+    import osqp
+
+    from problem_factory import blobs
+
+    X, y = blobs(0, 3, 60)
+    problem = make_problem("ww", X, y, C=10.0)
+    statuses = []
+    original = osqp.OSQP.solve
+
+    def solve(self, *args, **kwargs):
+        if statuses:
+            raise AssertionError("OSQP ran another attempt after Ctrl-C")
+        # Ctrl-C while OSQP iterates (eps 1e-300 below: it never stops by itself).
+        threading.Timer(0.3, signal.pthread_kill,
+                        (threading.main_thread().ident, signal.SIGINT)).start()
+        result = original(self, *args, **kwargs)
+        statuses.append(result.info.status)
+        return result
+
+    monkeypatch.setattr(osqp.OSQP, "solve", solve)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            get_solver("osqp").solve(problem, max_iter=10**9, eps_abs=1e-300, eps_rel=0.0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert statuses == ["interrupted"]   # the signal reached OSQP, not Python code

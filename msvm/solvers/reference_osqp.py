@@ -60,6 +60,12 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         it when the kernel's numerical rank is below half the number of points.
     **settings
         Passed to ``osqp.OSQP.setup``.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C while OSQP iterates (OSQP catches the signal itself and
+        returns early).
     """
     import osqp
 
@@ -122,6 +128,10 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         solver = osqp.OSQP()
         solver.setup(P=P, q=q, A=A, l=l_all, u=u_all, **opts)
         res = solver.solve(raise_error=False)
+        if int(res.info.status_val) == int(osqp.SolverStatus.OSQP_SIGINT):
+            # OSQP takes SIGINT from Python while it iterates and returns its iterate: Ctrl-C
+            # would start the next attempt instead of stopping the fit.
+            raise KeyboardInterrupt
         if res.x is None:
             continue
         polished = "osqp" if int(res.info.status_polish) == 1 else False
