@@ -121,3 +121,28 @@ def test_ctrl_c_stops_the_osqp_reference(monkeypatch):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert statuses == ["interrupted"]   # the signal reached OSQP, not Python code
+
+
+@pytest.mark.parametrize("solver", ["cvxpy", "osqp"])
+def test_a_qp_too_large_to_polish_keeps_the_backend_answer(solver, monkeypatch):
+    """The polish forms the dense n × n Hessian: at 75 000 variables (45 GB) a long
+    reference solve ended in numpy's allocation error.  Above POLISH_MAX_VARIABLES the
+    backend's answer is kept, and its status follows its own KKT residual."""
+    from msvm.solvers import _qp
+
+    rng = np.random.RandomState(0)
+    problem = make_problem("ww", rng.normal(size=(30, 2)), np.arange(30) % 3, C=1.0)
+    polished = get_solver(solver).solve(problem)
+    monkeypatch.setattr(_qp, "POLISH_MAX_VARIABLES", int(problem.active.sum()) - 1)
+
+    def no_hessian(self):
+        raise AssertionError("the dense Hessian was formed")
+
+    monkeypatch.setattr(_qp.ExplicitQP, "hessian", no_hessian)
+    kept = get_solver(solver).solve(problem)
+    residual = diagnose(problem, kept).kkt_residual
+    expected = ("optimal" if residual <= _qp.CERTIFIED_RESIDUAL
+                else "inaccurate" if residual > _qp.USABLE_RESIDUAL else kept.status)
+    assert kept.status == expected != "failed"
+    dual = diagnose(problem, polished).dual_objective
+    assert abs(diagnose(problem, kept).dual_objective - dual) <= 1e-5 * abs(dual)

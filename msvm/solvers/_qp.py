@@ -205,6 +205,12 @@ def clean(problem: DualProblem, qp: ExplicitQP, x: np.ndarray) -> np.ndarray:
     return x
 
 
+#: Largest QP (variables) that :func:`polish` refines: its dense Hessian takes 8n²
+#: bytes and each of its dense KKT solves about n³/3 flops.  Above it the backend's
+#: answer is kept, and its status follows its own KKT residual.
+POLISH_MAX_VARIABLES = 10_000
+
+
 def polish(problem: DualProblem, qp: ExplicitQP, x: np.ndarray):
     """Refine an approximate solution by an active-set method started from its guess.
 
@@ -217,12 +223,15 @@ def polish(problem: DualProblem, qp: ExplicitQP, x: np.ndarray):
     The candidate with the smallest KKT residual (:func:`msvm.diagnostics.diagnose`)
     wins, the unpolished answer included.  Returns (x, λ_E, residual): λ_E are
     the multipliers of the bias constraints (b = U λ_E), None when the
-    unpolished x won; residual is its scaled KKT residual.
+    unpolished x won; residual is its scaled KKT residual.  A QP of more than
+    :data:`POLISH_MAX_VARIABLES` variables is not polished.
     """
     from threadpoolctl import threadpool_limits
 
     from msvm.diagnostics import diagnose
 
+    if qp.n > POLISH_MAX_VARIABLES:
+        return x, None, diagnose(problem, qp.to_alpha(problem, x)).kkt_residual
     # Small dense systems gain nothing from LAPACK threads, only contention.
     with threadpool_limits(limits=1 if qp.n < 1000 else None):
         return _polish(problem, qp, x, diagnose)
