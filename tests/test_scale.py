@@ -89,9 +89,24 @@ def many_sv_model():
     return est
 
 
+@pytest.fixture
+def block_shapes(monkeypatch):
+    """The shapes of the kernel blocks made while a test runs (a spy on Kernel.block)."""
+    shapes = []
+    block = Kernel.block
+
+    def spy(self, A, B=None):
+        out = block(self, A, B)
+        shapes.append(out.shape)
+        return out
+
+    monkeypatch.setattr(Kernel, "block", spy)
+    return shapes
+
+
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_prediction_blocks_hold_a_bounded_number_of_kernel_values(many_sv_model, monkeypatch,
-                                                                  n_jobs):
+                                                                  block_shapes, n_jobs):
     """decision_function scored 2048 test rows at a time whatever the number of support
     vectors (2048 × n_SV values a block: 1.6 GB a thread at 10⁵ support vectors); a block
     now holds at most BLOCK_ENTRIES values, and the scores equal a one-shot product."""
@@ -100,23 +115,14 @@ def test_prediction_blocks_hold_a_bounded_number_of_kernel_values(many_sv_model,
     expected = rbf_kernel(X_test, est.support_vectors_, gamma=0.5) @ est.dual_coef_
     entries = 2**14
     monkeypatch.setattr(msvm.kernels, "BLOCK_ENTRIES", entries)
-    shapes = []
-    block = Kernel.block
-
-    def spy(self, A, B=None):
-        out = block(self, A, B)
-        shapes.append(out.shape)
-        return out
-
-    monkeypatch.setattr(Kernel, "block", spy)
     scores, peak = _peak(lambda: est.decision_function(X_test))
     np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-12)
-    assert max(r * c for r, c in shapes) <= entries
+    assert max(r * c for r, c in block_shapes) <= entries
     # The scores, then per thread a block and its product (a few times 8·entries bytes).
     assert peak < scores.nbytes + n_jobs * 4 * 8 * entries + 2**20, peak
 
 
-def test_certificate_scores_by_bounded_blocks(many_sv_model, monkeypatch):
+def test_certificate_scores_by_bounded_blocks(many_sv_model, monkeypatch, block_shapes):
     """The certificate's scores (Kernel.matmul) went by blocks of 2048 rows × n_SV; they
     now hold at most BLOCK_ENTRIES values too, with the same result."""
     est = many_sv_model
@@ -125,17 +131,8 @@ def test_certificate_scores_by_bounded_blocks(many_sv_model, monkeypatch):
     kernel = Kernel(X, "rbf", gamma=0.5)
     expected = rbf_kernel(X, X, gamma=0.5) @ coef
     monkeypatch.setattr(msvm.kernels, "BLOCK_ENTRIES", 2**14)
-    shapes = []
-    block = Kernel.block
-
-    def spy(self, A, B=None):
-        out = block(self, A, B)
-        shapes.append(out.shape)
-        return out
-
-    monkeypatch.setattr(Kernel, "block", spy)
     np.testing.assert_allclose(kernel.matmul(coef), expected, rtol=1e-10, atol=1e-10)
-    assert max(r * c for r, c in shapes) <= 2**14
+    assert max(r * c for r, c in block_shapes) <= 2**14
 
 
 def test_callable_kernel_predicts_by_blocks(monkeypatch):
