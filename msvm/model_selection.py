@@ -58,7 +58,13 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
-from sklearn.utils import get_tags
+from sklearn.utils import get_tags, metadata_routing
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _routing_enabled,
+    process_routing,
+)
 from sklearn.utils.validation import check_is_fitted
 
 from msvm._progress import ProgressBar
@@ -521,6 +527,10 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Names of the features, when ``X`` has string column names.
     """
 
+    # A router, as GridSearchCV: fit's sample_weight goes to the estimator by the
+    # estimator's request (get_metadata_routing), so the search has no set_fit_request.
+    __metadata_request__fit = {"sample_weight": metadata_routing.UNUSED}
+
     def __init__(self, estimator=None, param_grid=None, *, criterion: str = "candidates",
                  ball_tol: float = 1e-8, n_jobs: int | None = None, verbose: int = 0):
         self.estimator = estimator
@@ -534,15 +544,36 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         # The input the estimator takes, as GridSearchCV's: sparse X, and a Gram matrix
         # for kernel='precomputed' (cross-validation splits it by rows and columns).
         tags = super().__sklearn_tags__()
-        estimator = MultiClassSVC(model="msvm2") if self.estimator is None else self.estimator
+        estimator = self._estimator()
         if isinstance(estimator, MultiClassSVC):   # (anything else is refused by fit)
             inner = get_tags(estimator).input_tags
             tags.input_tags.sparse = inner.sparse
             tags.input_tags.pairwise = inner.pairwise
         return tags
 
+    def _estimator(self):
+        return MultiClassSVC(model="msvm2") if self.estimator is None else self.estimator
+
+    def get_metadata_routing(self):
+        """Get metadata routing of this object.
+
+        ``fit``'s ``sample_weight`` is routed to the estimator's ``fit`` when the
+        estimator requests it (``MultiClassSVC().set_fit_request(sample_weight=True)``);
+        ``score`` consumes the search's own request (``set_score_request``).  See
+        scikit-learn's User Guide on metadata routing.
+
+        Returns
+        -------
+        routing : MetadataRouter
+            A :class:`~sklearn.utils.metadata_routing.MetadataRouter` encapsulating
+            routing information.
+        """
+        return MetadataRouter(owner=self).add_self_request(self).add(
+            estimator=self._estimator(),
+            method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+
     def _check(self):
-        estimator = MultiClassSVC(model="msvm2") if self.estimator is None else self.estimator
+        estimator = self._estimator()
         if not isinstance(estimator, MultiClassSVC):
             raise TypeError("estimator must be a msvm.MultiClassSVC, got "
                             f"{type(estimator).__name__}.")
@@ -586,13 +617,22 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``class_weight``): each grid point is the weighted M-SVM², whose
             example i has the kernel shift 1/(2C wᵢ).  The bounds hold for
             it unchanged (:mod:`msvm.bounds`, "Weights"); they bound the
-            count of LOO errors.  A zero weight is a ValueError.
+            count of LOO errors.  A zero weight is a ValueError.  With
+            ``sklearn.set_config(enable_metadata_routing=True)`` it is routed
+            to the estimator (:meth:`get_metadata_routing`): the estimator must
+            request it, ``MultiClassSVC(...).set_fit_request(sample_weight=True)``,
+            or passing it is scikit-learn's error; without routing it always
+            goes to the estimator, as GridSearchCV's fit parameters do.
 
         Returns
         -------
         self : RadiusMarginSearch
         """
         estimator, grid = self._check()
+        if _routing_enabled():
+            params = {} if sample_weight is None else {"sample_weight": sample_weight}
+            sample_weight = process_routing(self, "fit", **params).estimator.fit.get(
+                "sample_weight")
         # One task per path along C (the other parameters fixed), in the order of first
         # appearance in the grid; warm starts run along C within each path.
         paths = defaultdict(list)

@@ -11,8 +11,14 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn import config_context
+from sklearn.base import clone
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import UnsetMetadataPassedError
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.estimator_checks import (
@@ -340,6 +346,74 @@ def test_weighted_radius_margin_search_with_bias():
                         **search.best_params_).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(best.decision_function(X), ref.decision_function(X), atol=1e-6)
     assert np.all(search.cv_results_["bound"] >= search.cv_results_["n_candidates"])
+
+
+# ------------------------------------------------------------- metadata routing
+def _search(estimator=None):
+    return msvm.RadiusMarginSearch(estimator, {"C": [0.5, 4.0], "gamma": [GAMMA]})
+
+
+def _requesting(value=True):
+    return MultiClassSVC(model="msvm2", tol=1e-9).set_fit_request(sample_weight=value)
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_search_weights_reach_the_fits(routing):
+    """Without routing the weights go to the estimator (as GridSearchCV's fit params); with
+    routing, by the estimator's request."""
+    X, y = _data(23, 3, 36)
+    w = _weights(23, len(y), 0.1, 5.0)
+    with config_context(enable_metadata_routing=routing):
+        search = _search(_requesting() if routing else MultiClassSVC(model="msvm2", tol=1e-9))
+        search.fit(X, y, sample_weight=w)
+        ref = MultiClassSVC(model="msvm2", tol=1e-9, **search.best_params_)
+        weighted = ref.fit(X, y, sample_weight=w).decision_function(X)
+        plain = clone(ref).fit(X, y).decision_function(X)
+    scores = search.decision_function(X)
+    np.testing.assert_allclose(scores, weighted, atol=1e-6)
+    assert np.abs(scores - plain).max() > 1e-2
+
+
+def test_search_refuses_weights_its_estimator_does_not_request():
+    X, y = _data(23, 3, 36)
+    w = _weights(23, len(y))
+    with config_context(enable_metadata_routing=True):
+        with pytest.raises(UnsetMetadataPassedError, match="MultiClassSVC.set_fit_request"):
+            _search().fit(X, y, sample_weight=w)
+        with pytest.raises(TypeError, match="not routed to any object"):
+            _search(_requesting(False)).fit(X, y, sample_weight=w)
+        unweighted = _search(_requesting(False)).fit(X, y)   # nothing passed: no error
+    assert unweighted.best_index_ in (0, 1)
+    # The search routes its fit's weights: a request of its own would be ignored.
+    assert not hasattr(_search(), "set_fit_request")
+
+
+def test_search_is_routed_inside_pipeline_and_cross_validate():
+    """A Pipeline routes the weights through the search to its estimator; the search's
+    own score request weights cross_validate's default scoring."""
+    X, y = _data(24, 3, 36, spread=6.0)
+    w = _weights(24, len(y), 0.1, 5.0)
+    with config_context(enable_metadata_routing=True):
+        scaler = StandardScaler().set_fit_request(sample_weight=False)
+        pipe = make_pipeline(scaler, _search(_requesting())).fit(X, y, sample_weight=w)
+        alone = _search(_requesting()).fit(StandardScaler().fit_transform(X), y,
+                                           sample_weight=w)
+        search = _search(_requesting()).set_score_request(sample_weight=True)
+        result = cross_validate(search, X, y, cv=3, params={"sample_weight": w},
+                                return_estimator=True, return_indices=True)
+    np.testing.assert_allclose(pipe[-1].decision_function(scaler.transform(X)),
+                               alone.decision_function(scaler.transform(X)), atol=1e-12)
+    unweighted = []
+    for fitted, train, test, score in zip(result["estimator"], result["indices"]["train"],
+                                          result["indices"]["test"], result["test_score"],
+                                          strict=True):
+        ref = MultiClassSVC(model="msvm2", tol=1e-9, **fitted.best_params_).fit(
+            X[train], y[train], sample_weight=w[train])
+        np.testing.assert_allclose(fitted.decision_function(X), ref.decision_function(X),
+                                   atol=1e-6)
+        assert score == fitted.score(X[test], y[test], sample_weight=w[test])
+        unweighted.append(fitted.score(X[test], y[test]))
+    assert not np.array_equal(result["test_score"], unweighted)   # the weights mattered
 
 
 # -------------------------------------------------------- files and CLI
