@@ -56,13 +56,13 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import get_tags, metadata_routing
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
-    _routing_enabled,
     process_routing,
 )
 from sklearn.utils.validation import check_is_fitted
@@ -629,7 +629,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self : RadiusMarginSearch
         """
         estimator, grid = self._check()
-        if _routing_enabled():
+        if get_config().get("enable_metadata_routing", False):   # scikit-learn's public switch
             params = {} if sample_weight is None else {"sample_weight": sample_weight}
             sample_weight = process_routing(self, "fit", **params).estimator.fit.get(
                 "sample_weight")
