@@ -181,6 +181,24 @@ def as_points(X, *, dense: bool = False):
     return X
 
 
+def psd_by_construction(kernel) -> bool:
+    """Whether a named kernel is positive semidefinite in exact arithmetic.
+
+    Linear, RBF and Laplace kernels are; so is the polynomial (γ⟨x, x'⟩ + c)^d
+    for c ≥ 0 (a sum of powers of ⟨x, x'⟩ with non-negative coefficients) or
+    d = 0 (a constant).  Their computed Gram matrices can still have small
+    negative eigenvalues: the RBF's ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ loses about
+    eps·γ‖x‖² per entry, far more than :func:`psd_tolerance` allows for points
+    far from the origin.  The sigmoid kernel and the polynomial one with c < 0
+    are not PSD in general.
+    """
+    name = kernel.name
+    if callable(name):
+        return False
+    return name in ("linear", "rbf", "laplace") or (
+        name == "poly" and (kernel.coef0 >= 0 or kernel.degree == 0))
+
+
 def check_kernel_range(kernel: Kernel) -> None:
     """Refuse named kernels whose values overflow float64 on the training points.
 
@@ -188,10 +206,10 @@ def check_kernel_range(kernel: Kernel) -> None:
     kernels are finite everywhere when they are finite at that bound; RBF,
     Laplace and sigmoid values are bounded by 1, but the RBF's squared
     distances, computed as ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ (scikit-learn's), are NaN
-    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A sigmoid kernel, and a
-    polynomial one with coef0 < 0 (neither is PSD in general; with coef0 ≥ 0 the
-    polynomial kernel is a sum of PSD powers of ⟨x, x'⟩), is checked for definiteness as a
-    precomputed one is, up to :data:`PSD_CHECK_MAX_SAMPLES` points.
+    where that overflows, so 4 max_i ‖x_i‖² must be finite.  A named kernel that is
+    not PSD by construction (:func:`psd_by_construction`: the sigmoid, the polynomial
+    with coef0 < 0) is checked for definiteness as a precomputed one is, up to
+    :data:`PSD_CHECK_MAX_SAMPLES` points.
     """
     import warnings
 
@@ -212,8 +230,7 @@ def check_kernel_range(kernel: Kernel) -> None:
                 f"(max ||x||^2 = {float(np.max(sq)):.3g}); scale the features first, e.g. "
                 "with sklearn.preprocessing.StandardScaler."
             )
-    if kernel.name == "sigmoid" or (kernel.name == "poly" and kernel.coef0 < 0
-                                    and kernel.degree > 0):
+    if not psd_by_construction(kernel):
         what = "sigmoid kernel" if kernel.name == "sigmoid" else "poly kernel with coef0 < 0"
         if kernel.n_samples <= PSD_CHECK_MAX_SAMPLES:
             check_gram(kernel.gram(), f"{kernel.name} kernel's Gram matrix")

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from msvm.kernels import psd_tolerance
+from msvm.kernels import psd_by_construction, psd_tolerance
 from msvm.problem import DualProblem
 from msvm.solvers._common import BUDGET, iteration_budget
 
@@ -119,27 +119,12 @@ def check_options(tol, max_iter) -> None:
         iteration_budget(max_iter, 0)
 
 
-def psd_by_construction(kernel) -> bool:
-    """Whether a named kernel is positive semidefinite in exact arithmetic.
-
-    Linear, RBF and Laplace kernels are; so is the polynomial (γ⟨x, x'⟩ + c)^d
-    for c ≥ 0 (a sum of powers of ⟨x, x'⟩ with non-negative coefficients).  Their
-    computed Gram matrices can still have small negative eigenvalues: the RBF's
-    ‖x‖² + ‖x'‖² − 2⟨x, x'⟩ loses about eps·γ‖x‖² per entry, far more than
-    :func:`~msvm.kernels.psd_tolerance` allows for points far from the origin.
-    """
-    name = kernel.name
-    if callable(name):
-        return False
-    return name in ("linear", "rbf", "laplace") or (name == "poly" and kernel.coef0 >= 0)
-
-
 def kernel_factor(K: np.ndarray, psd: bool = False) -> np.ndarray:
     """L with K ≈ L Lᵀ (eigenvalues below round-off dropped).
 
     An indefinite K (an eigenvalue below −:func:`msvm.kernels.psd_tolerance`)
     makes the dual non-convex, which these solvers cannot solve: ValueError;
-    unless ``psd`` (the kernel is PSD by construction, :func:`psd_by_construction`),
+    unless ``psd`` (the kernel is PSD by construction, :func:`~msvm.kernels.psd_by_construction`),
     when every negative eigenvalue is round-off and is dropped as well.
     """
     w, V = np.linalg.eigh(0.5 * (K + K.T))
