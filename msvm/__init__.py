@@ -10,6 +10,7 @@ model with :func:`save` / :func:`load` (:mod:`msvm.io`) or export it with
 
 from importlib.metadata import PackageNotFoundError, version
 
+from msvm import _core  # noqa: F401  (an unbuilt checkout fails here, with instructions)
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.estimator import MsvmVersionWarning, MultiClassSVC
 from msvm.io import ModelFileError, load, save

@@ -20,7 +20,8 @@ from msvm.kernels import Kernel
 from msvm.model_selection import RadiusMarginSearch, loo_error
 from msvm.problem import DualProblem
 from msvm.solvers import get_solver
-from tests.problem_factory import blobs, make_problem
+
+from problem_factory import blobs, make_problem
 
 
 def _factor(K):

@@ -40,7 +40,8 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from msvm import MultiClassSVC, RadiusMarginSearch, loo_error  # noqa: E402
 from msvm.dask import partial_fit_dask  # noqa: E402
-from tests.test_parallel import GRID, assert_same_search  # noqa: E402
+
+from test_parallel import GRID, assert_same_search  # noqa: E402
 
 CONNECT_TIMEOUT = 60   # seconds for the cluster to start and the client to connect
 MODULE_TIMEOUT = 600   # seconds for the whole module (it takes well under a minute)
