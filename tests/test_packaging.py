@@ -37,6 +37,7 @@ def test_py_typed_marker():
 def test_metadata_declares_license_and_classifiers():
     meta = importlib.metadata.metadata("msvm")
     assert meta["License-Expression"] == "BSD-3-Clause"
+    assert meta.get_all("License-File") == ["LICENSE"]   # BSD-3-Clause: ship the notice
     assert meta["Description-Content-Type"] == "text/markdown"
     classifiers = meta.get_all("Classifier") or []
     assert "Programming Language :: Cython" in classifiers
@@ -103,10 +104,11 @@ def test_sdist_and_wheel_built_from_it(tmp_path):
     cython = {p.relative_to(ROOT).as_posix() for pattern in ("*.pyx", "*.pxd")
               for p in (ROOT / "msvm").rglob(pattern)}
     assert cython and cython <= names
-    assert {"setup.py", "pyproject.toml", "README.md", "MANIFEST.in", "msvm/py.typed",
+    assert {"setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "msvm/py.typed",
             "tests/problem_factory.py", "validation/__main__.py"} <= names
     assert not [n for n in names if n.endswith((".so", ".c")) or n.startswith(
         ("build/", "benchmarks/", "docs/"))]
 
     with zipfile.ZipFile(wheel) as whl:
         _check_wheel_names(whl.namelist())
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in whl.namelist())
