@@ -128,7 +128,8 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         solver = osqp.OSQP()
         solver.setup(P=P, q=q, A=A, l=l_all, u=u_all, **opts)
         res = solver.solve(raise_error=False)
-        if int(res.info.status_val) == int(osqp.SolverStatus.OSQP_SIGINT):
+        # osqp.constant, not osqp.SolverStatus: osqp 1.0.0 does not export the latter.
+        if int(res.info.status_val) == osqp.constant("OSQP_SIGINT", solver.algebra):
             # OSQP takes SIGINT from Python while it iterates and returns its iterate: Ctrl-C
             # would start the next attempt instead of stopping the fit.
             raise KeyboardInterrupt
