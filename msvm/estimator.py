@@ -11,6 +11,7 @@ h_c(x) = Σ_i β_ic k(x_i, x) + b_c, and the prediction is argmax_c h_c(x).
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -1336,17 +1337,43 @@ def _add_by_blocks(scores: np.ndarray, part, threads: int, width: int) -> None:
                 pass
 
 
-def _checked_weights(sample_weight, X, **kwargs) -> np.ndarray:
+#: Whether scikit-learn's ``_check_sample_weight`` takes ``allow_all_zero_weights`` (1.9 on).
+_SKLEARN_WEIGHTS_MAY_BE_ZERO = (
+    "allow_all_zero_weights" in inspect.signature(_check_sample_weight).parameters)
+
+
+def _checked_weights(sample_weight, X, allow_all_zero_weights: bool = False) -> np.ndarray:
     """``sample_weight`` as non-negative float64 weights of X's rows (scikit-learn's check).
 
     A numeric 0-d array is the scalar it holds, as a NumPy scalar is (scikit-learn's
     check refused it with "Input should have at least 1 dimension", naming no argument).
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or float
+        The weights given to ``fit`` or ``partial_fit``.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        The rows they weigh.
+    allow_all_zero_weights : bool, default=False
+        Accept weights that are all 0 (a chunk of ``partial_fit``); otherwise they are
+        refused with scikit-learn's message.  The check is made here: before 1.9
+        scikit-learn's ``_check_sample_weight`` has no such argument (and never refuses
+        them); from 1.9 on it refuses them unless it is given.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The weights, float64 and C-contiguous.
     """
     if (isinstance(sample_weight, np.ndarray) and sample_weight.ndim == 0
             and sample_weight.dtype.kind in "biuf"):
         sample_weight = sample_weight.item()
-    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True,
-                                **kwargs)
+    kwargs = {"allow_all_zero_weights": True} if _SKLEARN_WEIGHTS_MAY_BE_ZERO else {}
+    weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True,
+                                   **kwargs)
+    if not allow_all_zero_weights and not np.any(weights):
+        raise ValueError("Sample weights must contain at least one non-zero number.")
+    return weights
 
 
 def _encode_targets(y) -> tuple[np.ndarray, np.ndarray]:

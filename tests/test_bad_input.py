@@ -8,9 +8,11 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.utils.fixes import parse_version
 
 import msvm.solvers
 from msvm import MultiClassSVC, enclosing_ball
@@ -105,7 +107,8 @@ CASES = [
      r"greater than one; got 1 class"),
     ("mixed_label_types", lambda d, t: E().fit(d[0], np.array(["a"] * 10 + [1] * 20, dtype=object)),
      TypeError, r"y mixes labels of types that cannot be sorted together \(int, str\)"),
-    # (bytes labels, of one type, were said to "mix labels of types that cannot be sorted")
+    # (bytes labels, of one type, were said to "mix labels of types that cannot be sorted";
+    # scikit-learn refuses them from 1.7 on: see test_bytes_labels_before_scikit_learn_1_7)
     ("bytes_labels", lambda d, t: E().fit(d[0], np.array([b"a", b"b", b"c"])[d[1]]), TypeError,
      "labels represented as bytes is not supported"),
     ("bytes_classes", lambda d, t: E().partial_fit(d[0], d[1], classes=[b"a", b"b"]), TypeError,
@@ -250,10 +253,30 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("call, error, message", [pytest.param(*c[1:], id=c[0]) for c in CASES])
+#: scikit-learn 1.5 and 1.6 accept bytes labels with a FutureWarning; 1.7 refuses them.
+BYTES_LABELS_REFUSED = parse_version(sklearn.__version__).release[:2] >= (1, 7)
+_NEEDS_BYTES_REFUSED = pytest.mark.skipif(
+    not BYTES_LABELS_REFUSED, reason="scikit-learn < 1.7 accepts bytes labels (FutureWarning)")
+
+
+@pytest.mark.parametrize("call, error, message", [
+    pytest.param(*c[1:], id=c[0], marks=[_NEEDS_BYTES_REFUSED] if c[0].startswith("bytes") else [])
+    for c in CASES])
 def test_bad_input(data, tmp_path, call, error, message):
     with pytest.raises(error, match=message):
         call(data, tmp_path)
+
+
+@pytest.mark.skipif(BYTES_LABELS_REFUSED, reason="scikit-learn >= 1.7 refuses bytes labels")
+def test_bytes_labels_before_scikit_learn_1_7(data):
+    """Where scikit-learn still accepts bytes labels, msvm passes on its deprecation
+    warning and fits them like any other labels of one type (no "mix" error)."""
+    X, y = data
+    labels = np.array([b"a", b"b", b"c"])
+    with pytest.warns(FutureWarning, match="labels represented as bytes is deprecated"):
+        fitted = E().fit(X, labels[y])
+    np.testing.assert_array_equal(fitted.classes_, labels)
+    np.testing.assert_array_equal(fitted.predict(X), labels[E().fit(X, y).predict(X)])
 
 
 def test_table_size():

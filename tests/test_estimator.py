@@ -8,11 +8,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn
 from sklearn.datasets import load_iris, make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
+from sklearn.utils.fixes import parse_version
 
 from msvm import MultiClassSVC
 from msvm.solvers import get_solver, resolve_solver
@@ -380,6 +382,9 @@ def test_auto_picks_linear_solver(kernel, bias, shape, sparse, expected):
         assert clf.solution_["status"] == "optimal"
 
 
+@pytest.mark.skipif(parse_version(sklearn.__version__).release[:2] < (1, 8),
+                    reason="CalibratedClassifierCV(method='temperature') is new in "
+                           "scikit-learn 1.8")
 def test_temperature_calibration_gives_probabilities_that_agree_with_predict():
     """The README's route to probabilities: scikit-learn's temperature scaling of the
     scores, softmax(h(x)/T) with T fitted on cross-validated scores.  The probabilities

@@ -248,8 +248,13 @@ def _write(path, arrays, header=None, raw_header: bytes | None = None, pickled=F
         raw_header = json.dumps(header).encode("utf-8")
     if raw_header is not None:
         arrays["header"] = np.frombuffer(raw_header, dtype=np.uint8)
+    # The .npz archive np.savez writes, member by member: NumPy 1.26's savez has no
+    # allow_pickle argument (it would be saved as an array named 'allow_pickle').
     buffer = io.BytesIO()
-    np.savez(buffer, allow_pickle=pickled, **arrays)
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, value in arrays.items():
+            with archive.open(f"{name}.npy", "w") as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=pickled)
     path.write_bytes(buffer.getvalue())
 
 

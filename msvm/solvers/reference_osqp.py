@@ -39,6 +39,28 @@ _ATTEMPTS = (
 )
 
 
+def _sigint_status(osqp, algebra: str) -> int:
+    """OSQP's status value for "interrupted by SIGINT".
+
+    Parameters
+    ----------
+    osqp : module
+        The imported ``osqp`` package.
+    algebra : str
+        The solver's linear-algebra backend (``OSQP.algebra``).
+
+    Returns
+    -------
+    int
+        ``osqp.SolverStatus.OSQP_SIGINT``, or where osqp does not export that enum
+        (osqp 1.0.0) ``osqp.constant("OSQP_SIGINT", algebra)``, which later versions
+        mark as pending deprecation.
+    """
+    if hasattr(osqp, "SolverStatus"):
+        return int(osqp.SolverStatus.OSQP_SIGINT)
+    return int(osqp.constant("OSQP_SIGINT", algebra))
+
+
 def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, verbose=False,
           factor_form: bool | None = None, **settings) -> DualSolution:
     """Solve ``problem`` with OSQP (polished).
@@ -128,7 +150,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         solver = osqp.OSQP()
         solver.setup(P=P, q=q, A=A, l=l_all, u=u_all, **opts)
         res = solver.solve(raise_error=False)
-        if int(res.info.status_val) == int(osqp.SolverStatus.OSQP_SIGINT):
+        if int(res.info.status_val) == _sigint_status(osqp, solver.algebra):
             # OSQP takes SIGINT from Python while it iterates and returns its iterate: Ctrl-C
             # would start the next attempt instead of stopping the fit.
             raise KeyboardInterrupt
