@@ -104,7 +104,8 @@ def test_sdist_and_wheel_built_from_it(tmp_path):
     cython = {p.relative_to(ROOT).as_posix() for pattern in ("*.pyx", "*.pxd")
               for p in (ROOT / "msvm").rglob(pattern)}
     assert cython and cython <= names
-    assert {"setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "msvm/py.typed",
+    assert {"setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in",
+            "constraints-min.txt", "msvm/py.typed",
             "tests/problem_factory.py", "validation/__main__.py"} <= names
     assert not [n for n in names if n.endswith((".so", ".c")) or n.startswith(
         ("build/", "benchmarks/", "docs/"))]
