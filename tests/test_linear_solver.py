@@ -28,11 +28,11 @@ from problem_factory import FAMILY, MODELS, blobs, degenerate_llw, make_problem
 
 
 def _data(row):
-    """(X, y) of a validation row; skip when the real data sets are not next to the checkout."""
+    """(X, y) of a validation row; skip when the shared data sets are not found."""
     try:
         return get_problem(row).data
     except FileNotFoundError:
-        pytest.skip("no ../shared/datasets next to this checkout (the real problems)")
+        pytest.skip("no shared datasets ($MSVM_DATASETS or ../shared/datasets)")
 
 TOL = 1e-6
 #: Validation rows per machine group, at C in {0.1, 1} (the linear-kernel C values of

@@ -19,7 +19,8 @@ Generated problems (m ≤ 200, Q ∈ {2, 3, 4, 5}):
   (rank of the linear kernel 20 < m); ``dup-q3``: overlapping classes with
   every point duplicated (a rank-deficient Gram matrix and ties everywhere).
 
-Real problems, read from ``<repo>/../shared/datasets`` (LIBSVM format):
+Real problems, read from the shared datasets folder (LIBSVM format;
+:func:`msvm.datasets.find_shared_datasets`: ``$MSVM_DATASETS`` or ``../shared/datasets``):
 iris (``iris.scale``, all 150), wine (all 178), glass (subsampled) and vowel
 (training part, subsampled).  The subsample sizes keep the full matrix within
 its time budget (see README.md); they are stratified, so every class stays.
@@ -30,11 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ProblemSpec", "PROBLEMS", "QUICK_PROBLEMS", "datasets_dir", "get_problem"]
+from msvm.datasets import find_shared_datasets
+
+__all__ = ["ProblemSpec", "PROBLEMS", "QUICK_PROBLEMS", "get_problem"]
 
 #: Default C values of the matrix (original formulations, DESIGN.md §2).
 DEFAULT_CS = (0.1, 10.0)
@@ -149,23 +151,6 @@ def _duplicated(m: int, Q: int, d: int):
 
 
 # ------------------------------------------------------------ real data
-def datasets_dir(start: Path | None = None) -> Path:
-    """``shared/datasets`` next to the repository, found by walking up from this package.
-
-    The repository root is the first ancestor of ``start`` (default: this
-    file) that has a sibling ``shared/datasets`` folder; nothing is hard-coded.
-    """
-    here = Path(start or __file__).resolve()
-    for parent in here.parents:
-        candidate = parent.parent / "shared" / "datasets"
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(
-        f"No 'shared/datasets' folder found next to any ancestor of {here}; the real "
-        "problems of the validation suite need the LIBSVM files there."
-    )
-
-
 def _stratified_subsample(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     """Indices of a stratified subsample of size ≈ n (every class kept), sorted."""
     if n >= len(y):
@@ -191,7 +176,7 @@ def _libsvm(relpath: str, n: int | None = None):
     def gen(seed: int):
         from sklearn.datasets import load_svmlight_file
 
-        X, y = load_svmlight_file(str(datasets_dir() / relpath))
+        X, y = load_svmlight_file(str(find_shared_datasets() / relpath))
         X = X.toarray()
         if n is not None:
             idx = _stratified_subsample(y, n, seed)
