@@ -127,11 +127,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 
+from msvm._numbers import is_integer, is_real
 from msvm.kernels import Kernel, as_points, resolve_gamma
 from msvm.problem import DualProblem, DualSolution
 
@@ -253,11 +253,11 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
             or not np.all(np.isfinite(shifts) & (shifts >= 0))):
         raise ValueError(f"shift must be finite numbers >= 0 (one, or one per point), got "
                          f"{shift!r}.")
-    if not isinstance(tol, Real) or not tol >= 0:
+    if not is_real(tol, bool_ok=True) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
     if max_iter is None:
         max_iter = 100_000 + 100 * m
-    if not isinstance(max_iter, Integral) or max_iter < 0:
+    if not is_integer(max_iter, bool_ok=True) or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}.")
     if warm_start is None:
         beta = np.zeros(m)

@@ -52,7 +52,6 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
@@ -67,6 +66,7 @@ from sklearn.utils.metadata_routing import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from msvm._numbers import is_integer, is_real
 from msvm._progress import ProgressBar
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
@@ -177,8 +177,7 @@ def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
 
 def _check_n_jobs(n_jobs) -> None:
     """``n_jobs`` is None or a non-zero integer, and the active joblib backend can run tasks."""
-    if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
-                               or n_jobs == 0):
+    if n_jobs is not None and (not is_integer(n_jobs) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
                          f"{n_jobs!r}.")
     from joblib.parallel import get_active_backend
@@ -600,7 +599,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             clone(estimator).set_params(**params)._check_params()
         if self.criterion not in ("bound", "candidates"):
             raise ValueError(f"criterion must be 'candidates' or 'bound', got {self.criterion!r}.")
-        if not isinstance(self.ball_tol, Real) or not self.ball_tol >= 0:
+        if not is_real(self.ball_tol, bool_ok=True) or not self.ball_tol >= 0:
             raise ValueError(f"ball_tol must be a number >= 0, got {self.ball_tol!r}.")
         _check_n_jobs(self.n_jobs)
         return estimator, grid
