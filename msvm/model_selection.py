@@ -52,9 +52,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from numpy.typing import ArrayLike, NDArray
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
@@ -68,6 +70,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from msvm._numbers import is_integer, is_real
 from msvm._progress import ProgressBar
+from msvm._typing import MatrixLike
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
 from msvm.estimator import FitSetup, MultiClassSVC
@@ -275,7 +278,8 @@ def _positive_weights(setup: FitSetup, what: str) -> None:
             "X and y first.")
 
 
-def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> LeaveOneOut:
+def loo_error(estimator: MultiClassSVC, X: MatrixLike, y: ArrayLike, n_jobs: int | None = None,
+              verbose: int = 0, sample_weight: ArrayLike | None = None) -> LeaveOneOut:
     """Exact leave-one-out error of a :class:`~msvm.MultiClassSVC` configuration.
 
     Parameters
@@ -452,6 +456,10 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None,
     return records, best
 
 
+#: ``self``'s type in :meth:`RadiusMarginSearch.fit` (``typing.Self`` is Python 3.11+).
+_Search = TypeVar("_Search", bound="RadiusMarginSearch")
+
+
 class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Select the hyper-parameters of an M-SVM² by a leave-one-out bound (seed 001).
 
@@ -530,8 +538,10 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     # estimator's request (get_metadata_routing), so the search has no set_fit_request.
     __metadata_request__fit = {"sample_weight": metadata_routing.UNUSED}
 
-    def __init__(self, estimator=None, param_grid=None, *, criterion: str = "candidates",
-                 ball_tol: float = 1e-8, n_jobs: int | None = None, verbose: int = 0):
+    def __init__(self, estimator: MultiClassSVC | None = None,
+                 param_grid: dict[str, Any] | list[dict[str, Any]] | None = None, *,
+                 criterion: str = "candidates", ball_tol: float = 1e-8,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.criterion = criterion
@@ -604,7 +614,8 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         _check_n_jobs(self.n_jobs)
         return estimator, grid
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self: _Search, X: MatrixLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> _Search:
         """Train every grid point, compute its bound, keep the smallest.
 
         Parameters
@@ -634,12 +645,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sample_weight")
         # One task per path along C (the other parameters fixed), in the order of first
         # appearance in the grid; warm starts run along C within each path.
-        paths = defaultdict(list)
+        by_rest: defaultdict[tuple[tuple[str, str], ...], list[int]] = defaultdict(list)
         for index, params in enumerate(grid):
             rest = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "C"))
-            paths[rest].append(index)
+            by_rest[rest].append(index)
         paths = [sorted(path, key=lambda i: grid[i].get("C", estimator.C))
-                 for path in paths.values()]
+                 for path in by_rest.values()]
         workers = _workers(self.n_jobs, len(paths))
         worker = _task_estimator(estimator, workers)
         bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
@@ -658,8 +669,9 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         finally:
             stop.stopped = True
             bar.close()
-        records = [None] * len(grid)
-        best = None  # (grid index, solution): the first best in path order, as a loop finds it
+        records: list[Any] = [None] * len(grid)
+        # (grid index, solution): the first best in path order, as a loop finds it
+        best: tuple[int, Any] | None = None
         for path, (path_records, path_best) in zip(paths, done, strict=True):
             for index, record in zip(path, path_records, strict=True):
                 records[index] = record
@@ -704,12 +716,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if hasattr(est, "feature_names_in_"):   # X had string column names (as GridSearchCV)
             self.feature_names_in_ = est.feature_names_in_
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> NDArray[Any]:
         """Predict with ``best_estimator_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> NDArray[np.float64]:
         """Scores of ``best_estimator_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X)

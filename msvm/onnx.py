@@ -39,10 +39,17 @@ columns of X, in order.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from msvm._numbers import is_integer
+
+if TYPE_CHECKING:
+    import onnx
+
+    from msvm.estimator import MultiClassSVC
 
 __all__ = ["MIN_OPSET", "ONNX_OPSET", "register_skl2onnx", "to_onnx"]
 
@@ -204,7 +211,8 @@ def _label_elem_type(model):
     return helper.np_dtype_to_tensor_dtype(classes.dtype)
 
 
-def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
+def to_onnx(model: MultiClassSVC, *, target_opset: int = ONNX_OPSET,
+            name: str = "msvm") -> onnx.ModelProto:
     """Export a fitted MultiClassSVC as an ONNX model.
 
     Parameters
