@@ -126,12 +126,16 @@ R'² = max_β Σβ_i k_ii − βᵀKβ + (1 − ‖β‖²)/(2C), so R² ≤ R'�
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
+from msvm._numbers import is_integer, is_real
+from msvm._typing import MatrixLike
 from msvm.kernels import Kernel, as_points, resolve_gamma
 from msvm.problem import DualProblem, DualSolution
 
@@ -209,8 +213,10 @@ def _as_kernel(X, kernel, gamma, degree, coef0) -> Kernel:
     return Kernel(X, kernel, gamma=g, degree=degree, coef0=coef0)
 
 
-def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift=0.0,
-                   tol: float = 1e-10, max_iter: int | None = None, warm_start=None,
+def enclosing_ball(X: MatrixLike | Kernel, kernel: str | Callable[..., Any] = "rbf", *,
+                   gamma: str | float = "scale", degree: int = 3, coef0: float = 0.0,
+                   shift: ArrayLike = 0.0, tol: float = 1e-10, max_iter: int | None = None,
+                   warm_start: EnclosingBall | ArrayLike | None = None,
                    cache_size: float = 200.0) -> EnclosingBall:
     """Smallest ball enclosing the points in the feature space of a kernel.
 
@@ -253,18 +259,18 @@ def enclosing_ball(X, kernel="rbf", *, gamma="scale", degree=3, coef0=0.0, shift
             or not np.all(np.isfinite(shifts) & (shifts >= 0))):
         raise ValueError(f"shift must be finite numbers >= 0 (one, or one per point), got "
                          f"{shift!r}.")
-    if not isinstance(tol, Real) or not tol >= 0:
+    if not is_real(tol, bool_ok=True) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
     if max_iter is None:
         max_iter = 100_000 + 100 * m
-    if not isinstance(max_iter, Integral) or max_iter < 0:
+    if not is_integer(max_iter, bool_ok=True) or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}.")
     if warm_start is None:
         beta = np.zeros(m)
         beta[0] = 1.0
     else:
-        beta = warm_start.coef if isinstance(warm_start, EnclosingBall) else warm_start
-        beta = np.maximum(np.array(beta, dtype=np.float64).ravel(), 0.0)
+        initial = warm_start.coef if isinstance(warm_start, EnclosingBall) else warm_start
+        beta = np.maximum(np.array(initial, dtype=np.float64).ravel(), 0.0)
         if beta.shape != (m,) or not beta.sum() > 0:
             raise ValueError(
                 f"warm_start must be {m} non-negative weights with a positive sum, got "
@@ -341,8 +347,9 @@ def _ball_radius2(kernel: Kernel, shift: np.ndarray, coef: np.ndarray) -> float:
     return float(max(d.max(), 0.0))
 
 
-def radius_margin_bound(problem: DualProblem, solution, *, ball: EnclosingBall | None = None,
-                        ball_tol: float = 1e-10, cache_size: float = 200.0) -> RadiusMarginBound:
+def radius_margin_bound(problem: DualProblem, solution: DualSolution | ArrayLike, *,
+                        ball: EnclosingBall | None = None, ball_tol: float = 1e-10,
+                        cache_size: float = 200.0) -> RadiusMarginBound:
     """Radius–margin bound on the LOO error count of a trained M-SVM².
 
     Parameters

@@ -15,10 +15,16 @@ by the ``MSVM_DATASETS`` environment variable).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
 from sklearn.datasets import load_svmlight_files
+
+from msvm._typing import PathLike
 
 __all__ = [
     "DatasetNotFoundError",
@@ -89,15 +95,15 @@ def _line_problem(raw: bytes) -> str | None:
         if index == "qid":
             continue
         try:
-            index, value = int(index), float(value)
+            feature, x = int(index), float(value)
         except ValueError:
             return f"{token!r} is not an integer index and a number"
-        if index < 0:
-            return f"the feature index {index} is negative"
-        if index > _MAX_INDEX:
-            return f"the feature index {index} is too large (at most {_MAX_INDEX})"
-        if not np.isfinite(value):
-            return f"the value of feature {index} is not finite"
+        if feature < 0:
+            return f"the feature index {feature} is negative"
+        if feature > _MAX_INDEX:
+            return f"the feature index {feature} is too large (at most {_MAX_INDEX})"
+        if not np.isfinite(x):
+            return f"the value of feature {feature} is not finite"
     return None
 
 
@@ -117,7 +123,8 @@ def _first_bad_line(path: str) -> str | None:
     return None
 
 
-def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"):
+def load_libsvm_files(paths: Iterable[PathLike], n_features: int | None = None, *,
+                      zero_based: bool | str = "auto") -> list[Any]:
     """Load several LIBSVM files with a common number of features.
 
     Parameters
@@ -147,36 +154,36 @@ def load_libsvm_files(paths, n_features: int | None = None, *, zero_based="auto"
         If a file cannot be read or parsed, or holds no sample; the message
         names the file.
     """
-    paths = [os.fspath(p) for p in paths]
-    for path in paths:
+    files = [os.fspath(p) for p in paths]
+    for path in files:
         if not os.path.exists(path):
             raise DatasetNotFoundError(f"LIBSVM file {path!r} does not exist.")
         if os.path.isdir(path):
             raise ValueError(f"Cannot read LIBSVM file {path!r}: it is a directory.")
     try:
-        loaded = load_svmlight_files(paths, n_features=n_features, dtype=np.float64,
+        loaded = load_svmlight_files(files, n_features=n_features, dtype=np.float64,
                                      zero_based=zero_based)
     except (ValueError, OSError, EOFError, IndexError, TypeError, UnicodeError,
             OverflowError) as exc:   # OverflowError: an index beyond a C int
         # sklearn's parser names neither the file nor the line: find them.
-        for path in paths:
+        for path in files:
             problem = _first_bad_line(path)
             if problem is not None:
                 raise ValueError(f"Cannot read LIBSVM file {path!r}: {problem}.") from exc
-        culprit = paths[0]
-        if len(paths) > 1:
-            for path in paths:
+        culprit = files[0]
+        if len(files) > 1:
+            for path in files:
                 try:
                     load_svmlight_files([path], dtype=np.float64, zero_based=zero_based)
                 except Exception:  # noqa: BLE001 - any failure identifies the file
                     culprit = path
                     break
             else:
-                culprit = ", ".join(repr(p) for p in paths)
+                culprit = ", ".join(repr(p) for p in files)
                 raise ValueError(f"Cannot read LIBSVM files {culprit}: {exc}") from exc
         raise ValueError(f"Cannot read LIBSVM file {culprit!r}: {exc}") from exc
     out = []
-    for path, (X, y) in zip(paths, zip(loaded[::2], loaded[1::2], strict=True), strict=True):
+    for path, (X, y) in zip(files, zip(loaded[::2], loaded[1::2], strict=True), strict=True):
         if X.shape[0] == 0:
             raise ValueError(f"LIBSVM file {path!r} contains no samples.")
         if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
@@ -195,7 +202,8 @@ def _int32_indices(X):
     return X
 
 
-def load_libsvm(path, n_features: int | None = None, *, zero_based="auto"):
+def load_libsvm(path: PathLike, n_features: int | None = None, *,
+                zero_based: bool | str = "auto") -> tuple[sp.csr_matrix, NDArray[Any]]:
     """Load one LIBSVM-format file.
 
     Parameters
@@ -230,7 +238,7 @@ def _search_starts() -> list[Path]:
     return [Path.cwd().resolve(), Path(__file__).resolve().parent]
 
 
-def find_shared_datasets(root=None) -> Path:
+def find_shared_datasets(root: PathLike | None = None) -> Path:
     """The shared datasets folder.
 
     Parameters
@@ -266,7 +274,7 @@ def find_shared_datasets(root=None) -> Path:
     )
 
 
-def available_datasets(root=None) -> list[str]:
+def available_datasets(root: PathLike | None = None) -> list[str]:
     """Names of the datasets in the shared folder (its sub-folders)."""
     folder = find_shared_datasets(root)
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -281,7 +289,9 @@ def _first_existing(folder: Path, stems: list[str]) -> Path | None:
     return None
 
 
-def shared_dataset(name: str, *, scaled: bool | None = None, root=None):
+def shared_dataset(
+    name: str, *, scaled: bool | None = None, root: PathLike | None = None
+) -> tuple[sp.csr_matrix, NDArray[Any], sp.csr_matrix | None, NDArray[Any] | None]:
     """Load a benchmark set of ``../shared/datasets`` as (X_train, y_train, X_test, y_test).
 
     Files follow the LIBSVM multiclass naming: ``<name>/<name>[.scale].bz2``

@@ -14,12 +14,15 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, InconsistentVersionWarning
 from sklearn.utils._param_validation import Interval, Options, StrOptions
@@ -33,6 +36,8 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from msvm._numbers import is_real
+from msvm._typing import MatrixLike
 from msvm.diagnostics import diagnose
 from msvm.kernels import (
     KERNELS,
@@ -45,12 +50,16 @@ from msvm.kernels import (
     resolve_gamma,
 )
 from msvm.machines import MACHINES, make_machine
-from msvm.problem import DualProblem, class_coefficients
+from msvm.problem import DualProblem, DualSolution, class_coefficients
 from msvm.solvers import ESTIMATOR_OPTIONS, SOLVERS, TOL_FLOOR, get_solver, resolve_solver
 from msvm.solvers._common import limit_blas_threads, n_threads
 from msvm.solvers.online import STRATEGIES, OnlineStream
 
 __all__ = ["MultiClassSVC", "FitSetup", "MsvmVersionWarning"]
+
+#: ``self``'s type in the methods that return it (``typing.Self`` is Python 3.11+), so that
+#: ``fit`` of a subclass is typed as returning the subclass.
+_Estimator = TypeVar("_Estimator", bound="MultiClassSVC")
 
 #: Options that define the algorithm (not only its speed): a solver that would
 #: ignore them is an error, not a warning.
@@ -111,7 +120,7 @@ class FitSetup:
         The class weights used (``class_weight`` resolved; None: all 1).
     """
 
-    X: object
+    X: np.ndarray | sp.csr_matrix
     classes: np.ndarray
     problem: DualProblem
     solver: str
@@ -490,9 +499,9 @@ default='rbf'
         self,
         model: str = "ww",
         C: float = 1.0,
-        kernel="rbf",
-        degree: float = 3,
-        gamma="scale",
+        kernel: str | Callable[..., Any] = "rbf",
+        degree: int = 3,
+        gamma: str | float = "scale",
         coef0: float = 0.0,
         fit_intercept: bool = False,
         solver: str = "auto",
@@ -500,15 +509,15 @@ default='rbf'
         cache_size: float = 200,
         cache_dtype: str = "float64",
         max_iter: int | None = None,
-        n_jobs=None,
+        n_jobs: int | None = None,
         warm_start: bool = False,
-        verbose=False,
-        random_state=None,
+        verbose: bool | int = False,
+        random_state: int | np.random.RandomState | None = None,
         online_strategy: str = "s2do_all",
-        epochs=1,
+        epochs: int | None = 1,
         certify: bool = True,
-        class_weight=None,
-    ):
+        class_weight: dict | str | None = None,
+    ) -> None:
         self.model = model
         self.C = C
         self.kernel = kernel
@@ -644,7 +653,8 @@ default='rbf'
         return options
 
     # ---------------------------------------------------------------- fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self: _Estimator, X: MatrixLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> _Estimator:
         """Fit the multi-class SVM.
 
         Parameters
@@ -719,7 +729,8 @@ default='rbf'
             self._fit_seed = (problem.y[local], solution.alpha[local], n_rows,
                               problem.sample_weight[local] if problem.weighted else None)
 
-    def prepare_fit(self, X, y, sample_weight=None) -> FitSetup:
+    def prepare_fit(self, X: MatrixLike, y: ArrayLike,
+                    sample_weight: ArrayLike | None = None) -> FitSetup:
         """Validate the parameters and (X, y); build the dual problem (first step of fit).
 
         Part of the advanced API (see Notes of the class): :meth:`fit` is
@@ -837,7 +848,7 @@ default='rbf'
         if self.class_weight is not None:
             if isinstance(self.class_weight, dict):
                 for label, value in self.class_weight.items():
-                    if not (isinstance(value, Real) and np.isfinite(value) and value >= 0):
+                    if not (is_real(value, bool_ok=True) and np.isfinite(value) and value >= 0):
                         raise ValueError(f"class_weight[{label!r}] must be a finite number "
                                          f">= 0, got {value!r}.")
                 unknown = [label for label in self.class_weight
@@ -872,7 +883,7 @@ default='rbf'
             drift = float(np.max(np.abs(exact - solution.scores), initial=0.0))
         return replace(solution, scores=exact), drift
 
-    def set_solution(self, setup: FitSetup, solution):
+    def set_solution(self: _Estimator, setup: FitSetup, solution: DualSolution) -> _Estimator:
         """Certify a solution of ``setup.problem`` and store it as the model (last step of fit).
 
         Part of the advanced API (see Notes of the class).  The solution is
@@ -989,7 +1000,9 @@ default='rbf'
 
     # -------------------------------------------------------- partial_fit
     @_streaming_only
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self: _Estimator, X: MatrixLike, y: ArrayLike,
+                    classes: ArrayLike | None = None,
+                    sample_weight: ArrayLike | None = None) -> _Estimator:
         """Feed one chunk of a stream to the online solver (one pass, then forget it).
 
         Every pattern of the chunk gets a TWO_NEWS step of the online solver
@@ -1256,7 +1269,7 @@ default='rbf'
             )
         return scores
 
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> NDArray[np.float64]:
         """Scores h_c(x) = Σ_j β_jc k(x_j, x) + b_c of every class.
 
         Parameters
@@ -1284,7 +1297,7 @@ default='rbf'
             return scores[:, 1] - scores[:, 0]
         return scores
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> NDArray[Any]:
         """Predict ``classes_[argmax_c h_c(x)]`` for every row of X.
 
         Parameters

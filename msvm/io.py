@@ -63,9 +63,14 @@ import zipfile
 import zlib
 from numbers import Integral
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from msvm._typing import PathLike
+    from msvm.estimator import MultiClassSVC
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "ModelFileNotFoundError", "load",
            "save"]
@@ -154,7 +159,7 @@ def _classes_array(classes: np.ndarray) -> tuple[np.ndarray, str]:
     return classes, "object" if original.kind == "O" else classes.dtype.str
 
 
-def save(model, path, *, metadata: dict | None = None) -> None:
+def save(model: MultiClassSVC, path: PathLike, *, metadata: dict[str, Any] | None = None) -> None:
     """Write a fitted :class:`~msvm.MultiClassSVC` to a model file.
 
     Parameters
@@ -540,7 +545,22 @@ class _Reader:
         return pairs
 
 
-def load(path, *, return_metadata: bool = False):
+@overload
+def load(path: PathLike, *, return_metadata: Literal[False] = False) -> MultiClassSVC: ...
+
+
+@overload
+def load(path: PathLike, *,
+         return_metadata: Literal[True]) -> tuple[MultiClassSVC, dict[str, Any]]: ...
+
+
+@overload
+def load(path: PathLike, *,
+         return_metadata: bool) -> MultiClassSVC | tuple[MultiClassSVC, dict[str, Any]]: ...
+
+
+def load(path: PathLike, *,
+         return_metadata: bool = False) -> MultiClassSVC | tuple[MultiClassSVC, dict[str, Any]]:
     """Read a model file written by :func:`save`.
 
     Nothing in the file is executed (NumPy's reader with ``allow_pickle=False``
@@ -561,6 +581,8 @@ def load(path, *, return_metadata: bool = False):
     model : MultiClassSVC
         A fitted estimator: ``predict``, ``decision_function`` and ``score``
         give exactly what the saved model gave.
+    info : dict
+        Only with ``return_metadata=True`` (then ``(model, info)`` is returned).
 
     Raises
     ------

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import assert_all_finite
 from sklearn.utils.validation import check_array
+
+from msvm._numbers import is_real
 
 __all__ = ["KERNELS", "Kernel", "IndefiniteKernelWarning", "check_gram", "check_kernel_range",
            "resolve_gamma"]
@@ -322,7 +323,7 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
         if gamma == "auto":
             return 1.0 / n_features
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
-    if not isinstance(gamma, Real) or isinstance(gamma, bool) or not gamma > 0:
+    if not is_real(gamma) or not gamma > 0:
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
     return float(gamma)
 

@@ -108,9 +108,10 @@ same weights on SVC's side, ``tests/test_weights.py``.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
+
+from msvm._numbers import is_integer
 
 __all__ = ["Machine", "MACHINES", "make_machine"]
 
@@ -140,7 +141,7 @@ class Machine:
         # table of the wrong shape or with NaN does not reach the solvers: NaN ν or γ gave
         # an 'optimal' α = 0, a wrong n_classes a reshape error deep in a solver.
         Q = self.n_classes
-        if not isinstance(Q, Integral) or isinstance(Q, bool) or Q < 2:
+        if not is_integer(Q) or Q < 2:
             raise ValueError(f"A multi-class SVM needs an integer n_classes >= 2, got {Q!r}.")
         nu = np.asarray(self.nu)
         if nu.ndim != 3 or nu.shape[0] != Q or nu.shape[2] != Q:
@@ -441,7 +442,7 @@ def make_machine(name: str, n_classes: int) -> Machine:
     """
     if name not in MACHINES:
         raise ValueError(f"Unknown model {name!r}; expected one of {sorted(MACHINES)}.")
-    if not isinstance(n_classes, Integral) or isinstance(n_classes, bool):
+    if not is_integer(n_classes):
         raise ValueError(f"n_classes must be an integer, got {n_classes!r}.")
     if n_classes < 2:
         raise ValueError(f"A multi-class SVM needs at least 2 classes, got {n_classes}.")

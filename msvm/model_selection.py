@@ -52,10 +52,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from numbers import Integral, Real
+from typing import Any, TypeVar
 
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from numpy.typing import ArrayLike, NDArray
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
@@ -67,7 +68,9 @@ from sklearn.utils.metadata_routing import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from msvm._numbers import is_integer, is_real
 from msvm._progress import ProgressBar
+from msvm._typing import MatrixLike
 from msvm.bounds import enclosing_ball, radius_margin_bound
 from msvm.diagnostics import diagnose, kkt_violation
 from msvm.estimator import FitSetup, MultiClassSVC
@@ -177,8 +180,7 @@ def _kkt_tolerance(estimator: MultiClassSVC, solver_name: str) -> float:
 
 def _check_n_jobs(n_jobs) -> None:
     """``n_jobs`` is None or a non-zero integer, and the active joblib backend can run tasks."""
-    if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
-                               or n_jobs == 0):
+    if n_jobs is not None and (not is_integer(n_jobs) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), got "
                          f"{n_jobs!r}.")
     from joblib.parallel import get_active_backend
@@ -276,7 +278,8 @@ def _positive_weights(setup: FitSetup, what: str) -> None:
             "X and y first.")
 
 
-def loo_error(estimator, X, y, n_jobs=None, verbose=0, sample_weight=None) -> LeaveOneOut:
+def loo_error(estimator: MultiClassSVC, X: MatrixLike, y: ArrayLike, n_jobs: int | None = None,
+              verbose: int = 0, sample_weight: ArrayLike | None = None) -> LeaveOneOut:
     """Exact leave-one-out error of a :class:`~msvm.MultiClassSVC` configuration.
 
     Parameters
@@ -453,6 +456,10 @@ def _search_path(estimator, X, y, path, criterion, ball_tol, sample_weight=None,
     return records, best
 
 
+#: ``self``'s type in :meth:`RadiusMarginSearch.fit` (``typing.Self`` is Python 3.11+).
+_Search = TypeVar("_Search", bound="RadiusMarginSearch")
+
+
 class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Select the hyper-parameters of an M-SVM² by a leave-one-out bound (seed 001).
 
@@ -531,8 +538,10 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     # estimator's request (get_metadata_routing), so the search has no set_fit_request.
     __metadata_request__fit = {"sample_weight": metadata_routing.UNUSED}
 
-    def __init__(self, estimator=None, param_grid=None, *, criterion: str = "candidates",
-                 ball_tol: float = 1e-8, n_jobs: int | None = None, verbose: int = 0):
+    def __init__(self, estimator: MultiClassSVC | None = None,
+                 param_grid: dict[str, Any] | list[dict[str, Any]] | None = None, *,
+                 criterion: str = "candidates", ball_tol: float = 1e-8,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.criterion = criterion
@@ -600,12 +609,13 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             clone(estimator).set_params(**params)._check_params()
         if self.criterion not in ("bound", "candidates"):
             raise ValueError(f"criterion must be 'candidates' or 'bound', got {self.criterion!r}.")
-        if not isinstance(self.ball_tol, Real) or not self.ball_tol >= 0:
+        if not is_real(self.ball_tol, bool_ok=True) or not self.ball_tol >= 0:
             raise ValueError(f"ball_tol must be a number >= 0, got {self.ball_tol!r}.")
         _check_n_jobs(self.n_jobs)
         return estimator, grid
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self: _Search, X: MatrixLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> _Search:
         """Train every grid point, compute its bound, keep the smallest.
 
         Parameters
@@ -635,12 +645,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sample_weight")
         # One task per path along C (the other parameters fixed), in the order of first
         # appearance in the grid; warm starts run along C within each path.
-        paths = defaultdict(list)
+        by_rest: defaultdict[tuple[tuple[str, str], ...], list[int]] = defaultdict(list)
         for index, params in enumerate(grid):
             rest = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "C"))
-            paths[rest].append(index)
+            by_rest[rest].append(index)
         paths = [sorted(path, key=lambda i: grid[i].get("C", estimator.C))
-                 for path in paths.values()]
+                 for path in by_rest.values()]
         workers = _workers(self.n_jobs, len(paths))
         worker = _task_estimator(estimator, workers)
         bar = ProgressBar("RadiusMarginSearch", len(grid), "grid points",
@@ -659,8 +669,9 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         finally:
             stop.stopped = True
             bar.close()
-        records = [None] * len(grid)
-        best = None  # (grid index, solution): the first best in path order, as a loop finds it
+        records: list[Any] = [None] * len(grid)
+        # (grid index, solution): the first best in path order, as a loop finds it
+        best: tuple[int, Any] | None = None
         for path, (path_records, path_best) in zip(paths, done, strict=True):
             for index, record in zip(path, path_records, strict=True):
                 records[index] = record
@@ -705,12 +716,12 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if hasattr(est, "feature_names_in_"):   # X had string column names (as GridSearchCV)
             self.feature_names_in_ = est.feature_names_in_
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> NDArray[Any]:
         """Predict with ``best_estimator_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> NDArray[np.float64]:
         """Scores of ``best_estimator_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X)

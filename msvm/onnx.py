@@ -39,10 +39,17 @@ columns of X, in order.
 
 from __future__ import annotations
 
-from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+from msvm._numbers import is_integer
+
+if TYPE_CHECKING:
+    import onnx
+
+    from msvm.estimator import MultiClassSVC
 
 __all__ = ["MIN_OPSET", "ONNX_OPSET", "register_skl2onnx", "to_onnx"]
 
@@ -204,7 +211,8 @@ def _label_elem_type(model):
     return helper.np_dtype_to_tensor_dtype(classes.dtype)
 
 
-def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
+def to_onnx(model: MultiClassSVC, *, target_opset: int = ONNX_OPSET,
+            name: str = "msvm") -> onnx.ModelProto:
     """Export a fitted MultiClassSVC as an ONNX model.
 
     Parameters
@@ -243,8 +251,7 @@ def to_onnx(model, *, target_opset: int = ONNX_OPSET, name: str = "msvm"):
     # NumPy integers too; above the installed onnx's newest opset, onnx's own error
     # ("Unsupported opset-version.") named neither the parameter nor the limit.
     newest = onnx.defs.onnx_opset_version()
-    if not (isinstance(target_opset, Integral) and not isinstance(target_opset, bool)
-            and MIN_OPSET <= target_opset <= newest):
+    if not (is_integer(target_opset) and MIN_OPSET <= target_opset <= newest):
         raise ValueError(f"target_opset must be an integer from {MIN_OPSET} to {newest} (the "
                          f"newest opset of the installed onnx {onnx.__version__}), got "
                          f"{target_opset!r}.")

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 
+from msvm._numbers import is_real
 from msvm.kernels import Kernel
 from msvm.machines import Machine
 
@@ -122,7 +122,7 @@ class DualProblem:
 
     def __init__(self, machine: Machine, y, kernel: Kernel, C: float, fit_intercept: bool,
                  sample_weight=None):
-        if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
+        if not is_real(C) or not C > 0:
             raise ValueError(f"C must be a positive number, got {C!r}.")
         if not isinstance(machine, Machine):
             raise TypeError(f"machine must be a Machine (msvm.machines.make_machine), got "

@@ -32,10 +32,11 @@ from __future__ import annotations
 import importlib
 import time
 import warnings
-from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+
+from msvm._numbers import is_real
 
 __all__ = ["SOLVERS", "ESTIMATOR_OPTIONS", "TOL_FLOOR", "STALL_SECONDS", "TIME_SLICE",
            "StallWatch", "default_max_iter", "check_tol", "check_tol_value", "get_solver",
@@ -79,7 +80,7 @@ def default_max_iter(n_samples: int) -> int:
 
 def check_tol_value(tol) -> None:
     """A ValueError unless ``tol`` is a non-negative real number (not NaN, not a bool)."""
-    if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:  # also NaN
+    if not is_real(tol) or not tol >= 0:  # also NaN
         raise ValueError(f"tol must be a non-negative number, got tol={tol!r}.")
 
 

@@ -34,10 +34,10 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 
+from msvm._numbers import is_integer, is_real
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, default_max_iter
@@ -352,21 +352,21 @@ def iteration_budget(max_iter, n_samples: int) -> int:
     """``max_iter`` checked (a positive integer or None), None replaced by the default budget."""
     if max_iter is None:
         return default_max_iter(n_samples)
-    if not isinstance(max_iter, Integral) or isinstance(max_iter, bool) or max_iter < 1:
+    if not is_integer(max_iter) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
     return int(max_iter)
 
 
 def check_cache_size(cache_size) -> float:
     """``cache_size`` as a positive number of MB (ValueError otherwise)."""
-    if not isinstance(cache_size, Real) or isinstance(cache_size, bool) or not cache_size > 0:
+    if not is_real(cache_size) or not cache_size > 0:
         raise ValueError(f"cache_size must be a positive number of MB, got {cache_size!r}.")
     return float(cache_size)
 
 
 def check_trace(trace, test_set=None) -> None:
     """``trace`` is None or a positive number of seconds; ``test_set`` needs ``trace``."""
-    if trace is not None and not (isinstance(trace, Real) and trace > 0):
+    if trace is not None and not (is_real(trace, bool_ok=True) and trace > 0):
         raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
     if test_set is not None and trace is None:
         raise ValueError("test_set needs trace (the interval of the curve points).")
@@ -485,7 +485,7 @@ def limit_blas_threads(n: int | None):
     if n is None:
         yield
         return
-    if not isinstance(n, Integral) or isinstance(n, bool) or n < 1:
+    if not is_integer(n) or n < 1:
         # (int() made 1.5 one thread; 0 or −5 went to the BLAS library as they were.)
         raise ValueError(f"blas_threads must be a positive integer or None, got {n!r}.")
     _BlasLimit.enter(int(n))

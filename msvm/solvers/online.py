@@ -37,12 +37,12 @@ run is reproducible.
 from __future__ import annotations
 
 import time
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from msvm._numbers import is_integer
 from msvm._progress import SolverProgress
 from msvm.kernels import KERNEL_CODES, Kernel, canonical_csr
 from msvm.machines import Machine
@@ -97,7 +97,7 @@ def check_epochs(epochs):
     """``epochs`` as a positive int, or None (ValueError otherwise)."""
     if epochs is None:
         return None
-    if not isinstance(epochs, Integral) or isinstance(epochs, bool) or epochs < 1:
+    if not is_integer(epochs) or epochs < 1:
         raise ValueError(
             f"epochs must be a positive integer or None (until the KKT conditions hold to "
             f"tol), got epochs={epochs!r}."

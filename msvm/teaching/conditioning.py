@@ -32,9 +32,10 @@ without and with the active-set finish and keeps their traces.
 from __future__ import annotations
 
 import warnings
-from numbers import Integral
 
 import numpy as np
+
+from msvm._numbers import is_integer
 
 __all__ = ["face_report", "faces_along_s2do", "finish_runs"]
 
@@ -134,7 +135,7 @@ def faces_along_s2do(X, y, model: str = "llw", C: float = 100.0, kernel: str = "
     if isinstance(passes, str) or not np.iterable(passes):
         raise ValueError(f"passes must be a sequence of positive integers, got {passes!r}.")
     passes = tuple(passes)
-    if not all(isinstance(n, Integral) and not isinstance(n, bool) and n >= 1 for n in passes):
+    if not all(is_integer(n) and n >= 1 for n in passes):
         raise ValueError(f"passes must be a sequence of positive integers, got {passes!r}.")
     problem = _problem(X, y, model, C, kernel, gamma)
     records = []

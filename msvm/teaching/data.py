@@ -6,10 +6,9 @@ the multi-class sets are coded 0 .. Q−1.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
-
 import numpy as np
 
+from msvm._numbers import is_integer, is_real
 from msvm.teaching.kernels import _check_number
 
 __all__ = ["logic_gate", "separable_set", "overlapping_set", "multiclass_set"]
@@ -20,7 +19,7 @@ MAX_DRAWS_PER_POINT = 1000
 
 
 def _check_count(name: str, value, least: int) -> None:
-    if not isinstance(value, Integral) or isinstance(value, bool) or value < least:
+    if not is_integer(value) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
 
 
@@ -75,7 +74,7 @@ def separable_set(n_samples: int = 40, margin: float = 0.5, n_features: int = 2,
     """
     _check_count("n_samples", n_samples, 2)   # both classes
     _check_count("n_features", n_features, 1)
-    if not isinstance(margin, Real) or not 0 <= margin < np.inf:
+    if not is_real(margin, bool_ok=True) or not 0 <= margin < np.inf:
         raise ValueError(f"margin must be a finite number >= 0, got {margin!r}.")
     rng = np.random.default_rng(random_state)
     normal = rng.normal(size=n_features)

@@ -40,9 +40,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from numbers import Real
 
 import numpy as np
+
+from msvm._numbers import is_real
 
 __all__ = [
     "LECTURE_KERNELS",
@@ -72,7 +73,7 @@ def _check_number(name: str, value, least: float | None = None) -> float:
     """``value`` as a finite float (≥ ``least`` if given), else a ValueError naming it."""
     # NaN or inf made a NaN Gram matrix that SMO and the perceptron ran on without a word;
     # a negative γ of the RBF or Laplace kernel is not a kernel (it grows with distance).
-    if (not isinstance(value, Real) or isinstance(value, bool) or not np.isfinite(value)
+    if (not is_real(value) or not np.isfinite(value)
             or (least is not None and value < least)):
         bound = "" if least is None else f" >= {least:g}"
         raise ValueError(f"{name} must be a finite number{bound}, got {value!r}.")
@@ -81,7 +82,7 @@ def _check_number(name: str, value, least: float | None = None) -> float:
 
 def _check_degree(degree) -> int:
     """The polynomial degree as an int ≥ 0 (a fractional power of a negative xᵀy + 1 is NaN)."""
-    if (not isinstance(degree, Real) or isinstance(degree, bool) or not np.isfinite(degree)
+    if (not is_real(degree) or not np.isfinite(degree)
             or degree < 0 or degree != int(degree)):
         raise ValueError(f"degree must be an integer >= 0, got {degree!r}.")
     return int(degree)

@@ -47,10 +47,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from numbers import Real
 
 import numpy as np
 
+from msvm._numbers import is_real
 from msvm.teaching.kernels import kernel_matrix, make_kernel
 
 __all__ = [
@@ -139,7 +139,7 @@ def check_C(C, name: str = "C") -> float:
     C = ∞ is the hard margin, which :func:`hard_margin_svm` solves; the
     soft-margin solvers refuse it rather than fail inside the QP solver.
     """
-    if not isinstance(C, Real) or isinstance(C, bool) or not 0 < C < np.inf:
+    if not is_real(C) or not 0 < C < np.inf:
         raise ValueError(f"{name} must be a finite number > 0, got {C!r}"
                          + (" (for C = inf use hard_margin_svm)." if C == np.inf else "."))
     return float(C)

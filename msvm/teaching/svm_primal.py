@@ -72,10 +72,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from numbers import Real
 
 import numpy as np
 
+from msvm._numbers import is_real
 from msvm.teaching.data import _check_count
 from msvm.teaching.svm import binary_data, check_C, hinge_loss, soft_margin_svm
 
@@ -255,7 +255,7 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
     # also NaN; λ ≤ 0 gave w = 0 or a diverging w without a word
-    if not isinstance(lam, Real) or isinstance(lam, bool) or not 0 < lam < 1:
+    if not is_real(lam) or not 0 < lam < 1:
         raise ValueError(f"lam must be in (0, 1), got {lam!r}.")
     if mode == "online" and C is not None:
         raise ValueError("The lecture's online SVMPrimal has no C (it converges to C*, see "
