@@ -13,13 +13,13 @@ from numbers import Integral, Real
 __all__ = ["is_integer", "is_real"]
 
 
-def is_real(value: object, *, bool_ok: bool = False) -> bool:
+def is_real(value: object) -> bool:
     """Whether ``value`` is a real number (a :class:`numbers.Real`: Python's int and float,
-    NumPy's integer and float scalars), a bool only if ``bool_ok``."""
-    return isinstance(value, Real) and (bool_ok or not isinstance(value, bool))
+    NumPy's integer and float scalars), not a bool (``True`` as a tolerance is a slip)."""
+    return isinstance(value, Real) and not isinstance(value, bool)
 
 
-def is_integer(value: object, *, bool_ok: bool = False) -> bool:
+def is_integer(value: object) -> bool:
     """Whether ``value`` is an integer (a :class:`numbers.Integral`: Python's int, NumPy's
-    integer scalars), a bool only if ``bool_ok``."""
-    return isinstance(value, Integral) and (bool_ok or not isinstance(value, bool))
+    integer scalars), not a bool."""
+    return isinstance(value, Integral) and not isinstance(value, bool)

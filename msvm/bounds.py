@@ -259,11 +259,11 @@ def enclosing_ball(X: MatrixLike | Kernel, kernel: str | Callable[..., Any] = "r
             or not np.all(np.isfinite(shifts) & (shifts >= 0))):
         raise ValueError(f"shift must be finite numbers >= 0 (one, or one per point), got "
                          f"{shift!r}.")
-    if not is_real(tol, bool_ok=True) or not tol >= 0:
+    if not is_real(tol) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
     if max_iter is None:
         max_iter = 100_000 + 100 * m
-    if not is_integer(max_iter, bool_ok=True) or max_iter < 0:
+    if not is_integer(max_iter) or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}.")
     if warm_start is None:
         beta = np.zeros(m)

@@ -848,7 +848,7 @@ default='rbf'
         if self.class_weight is not None:
             if isinstance(self.class_weight, dict):
                 for label, value in self.class_weight.items():
-                    if not (is_real(value, bool_ok=True) and np.isfinite(value) and value >= 0):
+                    if not (is_real(value) and np.isfinite(value) and value >= 0):
                         raise ValueError(f"class_weight[{label!r}] must be a finite number "
                                          f">= 0, got {value!r}.")
                 unknown = [label for label in self.class_weight

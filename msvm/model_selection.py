@@ -609,7 +609,7 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             clone(estimator).set_params(**params)._check_params()
         if self.criterion not in ("bound", "candidates"):
             raise ValueError(f"criterion must be 'candidates' or 'bound', got {self.criterion!r}.")
-        if not is_real(self.ball_tol, bool_ok=True) or not self.ball_tol >= 0:
+        if not is_real(self.ball_tol) or not self.ball_tol >= 0:
             raise ValueError(f"ball_tol must be a number >= 0, got {self.ball_tol!r}.")
         _check_n_jobs(self.n_jobs)
         return estimator, grid

@@ -15,7 +15,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.fixes import parse_version
 
 import msvm.solvers
-from msvm import MultiClassSVC, enclosing_ball
+from msvm import MultiClassSVC, RadiusMarginSearch, enclosing_ball
 from msvm.datasets import DatasetNotFoundError, load_libsvm, shared_dataset
 from msvm.kernels import IndefiniteKernelWarning
 
@@ -163,6 +163,15 @@ CASES = [
     # ComplexWarning only)
     ("ball_complex_points", lambda d, t: enclosing_ball(d[0] + 1j), ValueError,
      "Complex data not supported"),
+    # (a bool passed as a number: the checks of C, gamma and tol refused it, these took
+    # True as 1)
+    ("ball_tol_bool", lambda d, t: enclosing_ball(d[0], tol=True), ValueError,
+     "tol must be a number >= 0, got True"),
+    ("search_ball_tol_bool", lambda d, t: RadiusMarginSearch(
+        param_grid={"C": [1.0]}, ball_tol=True).fit(*d),
+     ValueError, "ball_tol must be a number >= 0, got True"),
+    ("class_weight_bool", lambda d, t: E(class_weight={0: True}).fit(*d), ValueError,
+     r"class_weight\[0\] must be a finite number >= 0, got True"),
     # -- hyper-parameters (scikit-learn's InvalidParameterError is a ValueError)
     ("C_zero", lambda d, t: E(C=0).fit(*d), ValueError, "'C' parameter .* range \\(0.0, inf\\)"),
     ("C_negative", lambda d, t: E(C=-1.0).fit(*d), ValueError, "'C' parameter .* Got -1.0"),

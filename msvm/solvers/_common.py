@@ -366,7 +366,7 @@ def check_cache_size(cache_size) -> float:
 
 def check_trace(trace, test_set=None) -> None:
     """``trace`` is None or a positive number of seconds; ``test_set`` needs ``trace``."""
-    if trace is not None and not (is_real(trace, bool_ok=True) and trace > 0):
+    if trace is not None and not (is_real(trace) and trace > 0):
         raise ValueError(f"trace must be a positive number of seconds, got {trace!r}.")
     if test_set is not None and trace is None:
         raise ValueError("test_set needs trace (the interval of the curve points).")

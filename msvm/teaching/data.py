@@ -74,7 +74,7 @@ def separable_set(n_samples: int = 40, margin: float = 0.5, n_features: int = 2,
     """
     _check_count("n_samples", n_samples, 2)   # both classes
     _check_count("n_features", n_features, 1)
-    if not is_real(margin, bool_ok=True) or not 0 <= margin < np.inf:
+    if not is_real(margin) or not 0 <= margin < np.inf:
         raise ValueError(f"margin must be a finite number >= 0, got {margin!r}.")
     rng = np.random.default_rng(random_state)
     normal = rng.normal(size=n_features)
