@@ -318,7 +318,7 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
                 raise ValueError(f"gamma='scale' is 1 / (n_features * Var(X)), and Var(X) = "
                                  f"{var:.3g} is so small that gamma overflows float64; scale the "
                                  "features first.")
-            return gamma if np.isfinite(gamma) else 1.0
+            return float(gamma) if np.isfinite(gamma) else 1.0   # (a Python float, as documented)
         if gamma == "auto":
             return 1.0 / n_features
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
