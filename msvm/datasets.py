@@ -153,6 +153,26 @@ def load_libsvm_files(paths: Iterable[PathLike], n_features: int | None = None, 
     ValueError
         If a file cannot be read or parsed, or holds no sample; the message
         names the file.
+
+    Examples
+    --------
+    A training file and a test file whose largest feature index is lower: read
+    together, both get the training file's 4 features.
+
+    >>> import os
+    >>> import tempfile
+    >>> from msvm.datasets import load_libsvm_files
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     train, test = os.path.join(folder, "train"), os.path.join(folder, "test")
+    ...     with open(train, "w") as f:
+    ...         _ = f.write("1 1:0.5 4:1\\n2 2:-1\\n3 3:2 4:0.5\\n")
+    ...     with open(test, "w") as f:
+    ...         _ = f.write("2 1:1 2:-0.5\\n")
+    ...     X_train, y_train, X_test, y_test = load_libsvm_files([train, test])
+    >>> X_train.shape, X_test.shape
+    ((3, 4), (1, 4))
+    >>> y_train, y_test
+    (array([1, 2, 3]), array([2]))
     """
     files = [os.fspath(p) for p in paths]
     for path in files:
@@ -229,6 +249,25 @@ def load_libsvm(path: PathLike, n_features: int | None = None, *,
         If the file does not exist.
     ValueError
         If the file is corrupt or unreadable (the message names the file).
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from msvm.datasets import load_libsvm
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "tiny.libsvm")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("1 1:0.5 3:1\\n2 2:-1\\n3 1:2 3:0.5\\n")
+    ...     X, y = load_libsvm(path)
+    >>> X.shape, X.format
+    ((3, 3), 'csr')
+    >>> X.toarray()
+    array([[ 0.5,  0. ,  1. ],
+           [ 0. , -1. ,  0. ],
+           [ 2. ,  0. ,  0.5]])
+    >>> y
+    array([1, 2, 3])
     """
     X, y = load_libsvm_files([path], n_features=n_features, zero_based=zero_based)
     return X, y
@@ -252,6 +291,20 @@ def find_shared_datasets(root: PathLike | None = None) -> Path:
     Returns
     -------
     pathlib.Path
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from unittest import mock
+    >>> from msvm.datasets import find_shared_datasets
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     print(find_shared_datasets(root) == Path(root))
+    ...     with mock.patch.dict(os.environ, {"MSVM_DATASETS": root}):   # export MSVM_DATASETS
+    ...         print(find_shared_datasets() == Path(root))
+    True
+    True
     """
     source = ""
     if root is None and os.environ.get(DATASETS_ENV):
@@ -275,7 +328,21 @@ def find_shared_datasets(root: PathLike | None = None) -> Path:
 
 
 def available_datasets(root: PathLike | None = None) -> list[str]:
-    """Names of the datasets in the shared folder (its sub-folders)."""
+    """Names of the datasets in the shared folder (its sub-folders).
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from sklearn.datasets import dump_svmlight_file, load_iris
+    >>> from msvm.datasets import available_datasets
+    >>> X, y = load_iris(return_X_y=True)
+    >>> with tempfile.TemporaryDirectory() as root:   # a datasets folder holding iris only
+    ...     os.mkdir(os.path.join(root, "iris"))
+    ...     dump_svmlight_file(X, y, os.path.join(root, "iris", "iris.scale"), zero_based=False)
+    ...     print(available_datasets(root))
+    ['iris']
+    """
     folder = find_shared_datasets(root)
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
@@ -326,6 +393,20 @@ def shared_dataset(
     ValueError
         If ``name`` is not a folder name or ``scaled`` not True, False or
         None, or a file cannot be read (the message names the file).
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from sklearn.datasets import dump_svmlight_file, load_iris
+    >>> from msvm.datasets import shared_dataset
+    >>> X, y = load_iris(return_X_y=True)
+    >>> with tempfile.TemporaryDirectory() as root:   # a datasets folder holding iris only
+    ...     os.mkdir(os.path.join(root, "iris"))
+    ...     dump_svmlight_file(X, y, os.path.join(root, "iris", "iris.scale"), zero_based=False)
+    ...     X_train, y_train, X_test, y_test = shared_dataset("iris", root=root)
+    >>> X_train.shape, y_train[:3], X_test   # no test file here: X_test, y_test are None
+    ((150, 4), array([0, 0, 0]), None)
     """
     # None or 3 was a TypeError from pathlib; '', '.', '..' or a path looked outside the
     # dataset folders with a "No training file .scale.bz2" message; scaled='yes' a KeyError.

@@ -661,6 +661,21 @@ def diagnose(problem: DualProblem, solution: DualSolution | np.ndarray) -> Diagn
     ------
     ValueError
         If α (or the solution's scores) is not of this problem's shape or not finite.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import diagnose
+    >>> from msvm.solvers import get_solver
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = MultiClassSVC(model="ww", C=1.0).prepare_fit(X, y).problem
+    >>> solution = get_solver("s2do").solve(problem, tol=1e-6)
+    >>> d = diagnose(problem, solution)
+    >>> d.relative_gap < 1e-5, d.kkt_violation <= 1e-6
+    (True, True)
+    >>> d.n_support
+    47
     """
     alpha = solution.alpha if isinstance(solution, DualSolution) else solution
     alpha = _checked(problem, "alpha", alpha, (problem.n_samples, problem.n_slots))

@@ -137,6 +137,26 @@ class MsvmVersionWarning(InconsistentVersionWarning):
     A subclass of scikit-learn's :class:`~sklearn.exceptions.InconsistentVersionWarning`,
     so that a filter for that warning also covers this one; the message names
     the msvm versions.
+
+    Examples
+    --------
+    A pickle is read by the same msvm that wrote it without a warning; here the
+    state of a model is marked as written by msvm 0.0.1 to show the warning.
+
+    >>> import warnings
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.exceptions import InconsistentVersionWarning
+    >>> from msvm import MsvmVersionWarning, MultiClassSVC
+    >>> issubclass(MsvmVersionWarning, InconsistentVersionWarning)
+    True
+    >>> X, y = load_iris(return_X_y=True)
+    >>> state = MultiClassSVC().fit(X, y).__getstate__()
+    >>> state["_msvm_version"] = "0.0.1"
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     MultiClassSVC().__setstate__(state)
+    >>> caught[0].category.__name__, caught[0].message.original_sklearn_version
+    ('MsvmVersionWarning', '0.0.1')
     """
 
     def __init__(self, *, estimator_name, current_version, original_version):
@@ -467,8 +487,14 @@ default='rbf'
     >>> from msvm import MultiClassSVC
     >>> X, y = load_iris(return_X_y=True)
     >>> clf = MultiClassSVC(model="cs", C=10).fit(X, y)
+    >>> clf.predict(X[[0, 50, 100]])
+    array([0, 1, 2])
     >>> clf.decision_function(X[:2]).shape
     (2, 3)
+    >>> round(clf.score(X, y), 2)
+    0.99
+    >>> clf.solution_["status"], clf.solution_["relative_gap"] < 1e-3
+    ('optimal', True)
     """
 
     _parameter_constraints: dict = {

@@ -99,11 +99,38 @@ _MAX_HEADER = 1 << 24
 
 
 class ModelFileError(ValueError):
-    """A model file cannot be written, or is not a valid msvm model file."""
+    """A model file cannot be written, or is not a valid msvm model file.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from msvm import ModelFileError, load
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "notes.txt")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("not a model")
+    ...     try:
+    ...         load(path)
+    ...     except ModelFileError as exc:
+    ...         print(exc)  # doctest: +ELLIPSIS
+    Model file '...notes.txt': is not a msvm model file (not a .npz archive: ...).
+    """
 
 
 class ModelFileNotFoundError(ModelFileError, FileNotFoundError):
-    """The model file does not exist (also a :class:`FileNotFoundError`)."""
+    """The model file does not exist (also a :class:`FileNotFoundError`).
+
+    Examples
+    --------
+    >>> from msvm import load
+    >>> from msvm.io import ModelFileNotFoundError
+    >>> try:
+    ...     load("no-such-model.msvm")
+    ... except FileNotFoundError as exc:
+    ...     print(type(exc).__name__)
+    ModelFileNotFoundError
+    """
 
 
 # ------------------------------------------------------------------ JSON
@@ -185,6 +212,21 @@ def save(model: MultiClassSVC, path: PathLike, *, metadata: dict[str, Any] | Non
     OSError
         If the file cannot be written (its folder does not exist, it is a
         directory, ...); the message names ``path``.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC, load, save
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiClassSVC(model="cs").fit(X, y)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "iris.msvm")
+    ...     save(clf, path, metadata={"data": "iris"})
+    ...     model = load(path)
+    >>> bool((model.predict(X) == clf.predict(X)).all())
+    True
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -591,6 +633,23 @@ def load(path: PathLike, *,
     ModelFileError
         If it is not a valid model file (corrupt, truncated, altered, or of a
         newer format version); the message names the problem.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC, load, save
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiClassSVC(model="cs").fit(X, y)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "iris.msvm")
+    ...     save(clf, path, metadata={"data": "iris"})
+    ...     model, info = load(path, return_metadata=True)
+    >>> info["metadata"]
+    {'data': 'iris'}
+    >>> model.predict(X[:3])
+    array([0, 0, 0])
     """
     model, header = _Reader(path).model()
     if return_metadata:

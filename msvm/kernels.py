@@ -89,6 +89,19 @@ class IndefiniteKernelWarning(UserWarning):
     gap no longer bounds the suboptimality.  The reference QP solvers
     (``'cvxpy'``, ``'osqp'``) refuse such kernels, so no two solvers can
     silently answer two different problems.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.kernels import IndefiniteKernelWarning
+    >>> X, y = load_iris(return_X_y=True)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     clf = MultiClassSVC(kernel="sigmoid").fit(X, y)
+    >>> any(w.category is IndefiniteKernelWarning for w in caught)
+    True
     """
 
 
@@ -117,6 +130,22 @@ def check_gram(K: np.ndarray, what: str = "precomputed kernel") -> None:
     :class:`IndefiniteKernelWarning` when its smallest eigenvalue is below
     −:func:`psd_tolerance` (checked up to :data:`PSD_CHECK_MAX_SAMPLES` points
     by a Cholesky factorisation of K + tolerance · I).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from msvm.kernels import check_gram
+    >>> check_gram(np.array([[2.0, 1.0], [1.0, 2.0]]))   # PSD: nothing to say
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_gram(np.array([[1.0, 2.0], [2.0, 1.0]]))   # eigenvalues 3 and -1
+    >>> caught[0].category.__name__
+    'IndefiniteKernelWarning'
+    >>> check_gram(np.array([[1.0, 0.5], [0.0, 1.0]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: The precomputed kernel matrix is not symmetric: ...
     """
     import warnings
 
@@ -211,6 +240,17 @@ def check_kernel_range(kernel: Kernel) -> None:
     not PSD by construction (:func:`psd_by_construction`: the sigmoid, the polynomial
     with coef0 < 0) is checked for definiteness as a precomputed one is, up to
     :data:`PSD_CHECK_MAX_SAMPLES` points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.kernels import Kernel, check_kernel_range
+    >>> X = np.array([[0.0, 1.0], [2.0, 0.0]])
+    >>> check_kernel_range(Kernel(X, "rbf"))
+    >>> check_kernel_range(Kernel(X * 1e160, "rbf"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: The rbf kernel overflows float64 on these training points ...
     """
     import warnings
 
@@ -286,6 +326,14 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
     row (:class:`sklearn.svm.SVC` uses the unweighted variance).  A variance
     that overflows, or is so small (but not 0) that γ overflows, is an error
     when the kernel uses γ (``used``), else γ is reported as 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.kernels import resolve_gamma
+    >>> X = np.array([[0.0, 2.0], [2.0, 0.0]])   # entries 0, 2, 2, 0: variance 1
+    >>> resolve_gamma("scale", X), resolve_gamma("auto", X), resolve_gamma(0.1, X)
+    (0.5, 0.5, 0.1)
     """
     n_features = X.shape[1]
     if isinstance(gamma, str):
@@ -319,7 +367,7 @@ def resolve_gamma(gamma, X, *, used: bool = True, sample_weight=None) -> float:
                 raise ValueError(f"gamma='scale' is 1 / (n_features * Var(X)), and Var(X) = "
                                  f"{var:.3g} is so small that gamma overflows float64; scale the "
                                  "features first.")
-            return gamma if np.isfinite(gamma) else 1.0
+            return float(gamma) if np.isfinite(gamma) else 1.0   # (a Python float, as documented)
         if gamma == "auto":
             return 1.0 / n_features
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
@@ -354,6 +402,21 @@ class Kernel:
         One of :data:`KERNELS` or a callable ``f(X, Y)``.
     gamma, degree, coef0 : float
         Kernel parameters (γ already resolved by :func:`resolve_gamma`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.kernels import Kernel
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> kernel = Kernel(X, "rbf", gamma=0.5)
+    >>> kernel.n_samples
+    3
+    >>> kernel.gram().round(3)
+    array([[1.   , 0.607, 0.135],
+           [0.607, 1.   , 0.082],
+           [0.135, 0.082, 1.   ]])
+    >>> kernel.block(np.array([[0.0, 1.0]])).round(3)   # k(x, x_i) of a new point
+    array([[0.607, 0.368, 0.607]])
     """
 
     X: np.ndarray | sp.csr_matrix

@@ -114,6 +114,17 @@ class LeaveOneOut:
     kkt_tolerance : float
     time : float
         Wall-clock seconds, full fit included.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC, loo_error
+    >>> X, y = load_iris(return_X_y=True)
+    >>> loo = loo_error(MultiClassSVC(model="ww", C=10), X, y)
+    >>> loo.n_samples, loo.n_errors
+    (150, 6)
+    >>> loo.predictions[loo.errors].tolist(), y[loo.errors].tolist()   # LOO prediction, label
+    ([2, 2, 2, 2, 1, 1], [1, 1, 1, 1, 2, 2])
     """
 
     n_errors: int
@@ -321,6 +332,17 @@ def loo_error(estimator: MultiClassSVC, X: MatrixLike, y: ArrayLike, n_jobs: int
         tolerance, or if a retrained machine did not converge.  "Exact" means
         that every machine whose prediction is counted satisfies the KKT
         conditions to ``tol`` (the solver's stopping rule).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC, loo_error
+    >>> X, y = load_iris(return_X_y=True)
+    >>> loo = loo_error(MultiClassSVC(model="ww", C=10), X, y)
+    >>> loo.n_errors, loo.error_rate
+    (6, 0.04)
+    >>> loo.n_retrained   # only the support vectors are trained again
+    22
     """
     if not isinstance(estimator, MultiClassSVC):
         raise TypeError(f"estimator must be a msvm.MultiClassSVC, got {type(estimator).__name__}.")
@@ -532,6 +554,20 @@ class RadiusMarginSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features, when ``X`` has string column names.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC, RadiusMarginSearch
+    >>> X, y = load_iris(return_X_y=True)
+    >>> search = RadiusMarginSearch(MultiClassSVC(model="msvm2"),
+    ...                             {"C": [0.1, 1, 10], "gamma": [0.1, 1]}).fit(X, y)
+    >>> search.best_params_
+    {'C': 1, 'gamma': 1}
+    >>> search.best_score_   # at most 22 leave-one-out errors
+    22.0
+    >>> search.predict(X[:3])
+    array([0, 0, 0])
     """
 
     # A router, as GridSearchCV: fit's sample_weight goes to the estimator by the

@@ -243,6 +243,23 @@ def to_onnx(model: MultiClassSVC, *, target_opset: int = ONNX_OPSET,
         numbers nor strings, or a ``target_opset`` out of range.
     ImportError
         Without the ``onnx`` package (``pip install 'msvm[onnx]'``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnxruntime
+    >>> from sklearn.datasets import load_iris
+    >>> from msvm import MultiClassSVC, to_onnx
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiClassSVC(model="cs").fit(X, y)
+    >>> onx = to_onnx(clf)
+    >>> sess = onnxruntime.InferenceSession(onx.SerializeToString(),
+    ...                                     providers=["CPUExecutionProvider"])
+    >>> label, scores = sess.run(None, {"X": X[:3]})
+    >>> label.tolist()
+    [0, 0, 0]
+    >>> np.allclose(scores, clf.decision_function(X[:3]))
+    True
     """
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
@@ -366,6 +383,22 @@ def register_skl2onnx(*, missing_ok: bool = False) -> bool:
     -------
     bool
         Whether the converter is registered.
+
+    Examples
+    --------
+    >>> from skl2onnx import to_onnx as skl2onnx_to_onnx
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.onnx import register_skl2onnx
+    >>> register_skl2onnx()
+    True
+    >>> X, y = load_iris(return_X_y=True)
+    >>> pipe = make_pipeline(StandardScaler(), MultiClassSVC(model="cs")).fit(X, y)
+    >>> onx = skl2onnx_to_onnx(pipe, X[:1])
+    >>> [output.name for output in onx.graph.output]
+    ['label', 'scores']
     """
     try:
         from skl2onnx import update_registered_converter

@@ -223,6 +223,18 @@ def test_gamma_resolved_like_svc(iris, gamma, sparse):
     assert number.gamma_ == 0.125
 
 
+@pytest.mark.parametrize("gamma", ["scale", "auto", 0.5])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_resolve_gamma_returns_a_python_float(gamma, sparse):
+    """resolve_gamma is annotated -> float, but 'scale' on dense X returned NumPy's
+    float64 (X.var()): shown as np.float64(0.5) by NumPy 2 (its docstring example)."""
+    from msvm.kernels import resolve_gamma
+
+    X = np.array([[0.0, 2.0], [2.0, 0.0]])
+    value = resolve_gamma(gamma, sp.csr_matrix(X) if sparse else X)
+    assert type(value) is float and value == 0.5
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_gamma_scale_of_near_constant_data_is_the_same_dense_and_sparse(weighted):
     """gamma='scale' on CSR data took Var(X) as E[x²] − E[x]², which cancels for entries far

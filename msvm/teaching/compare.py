@@ -108,6 +108,22 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
         ``relative_gap``, ``kkt_violation`` (None where there is no α),
         ``iterations``, ``time``, ``accuracy``, ``test_accuracy``,
         ``n_support`` and ``status``.
+
+    Examples
+    --------
+    >>> from msvm.teaching import compare_binary, format_table, overlapping_set
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> records = compare_binary(X, y, C=1.0)
+    >>> print(format_table(records, columns=["method", "status", "primal"]))
+    method                            status                      primal
+    --------------------------------  --------------------------  ------
+    perceptron                        not converged (200 epochs)  30.15
+    SVMPrimal (batch, lambda=0.0015)  step limit                  17.06
+    SMO (platt)                       optimal                     17.06
+    SMO (max_violating)               optimal                     17.06
+    SMO (second_order)                optimal                     17.06
+    reference QP (Clarabel)           optimal                     17.06
+    scikit-learn SVC (libsvm)         optimal                     17.06
     """
     from sklearn.svm import SVC
 
@@ -237,6 +253,19 @@ def compare_multiclass(X, y, C: float = 1.0, kernel: str = "rbf", *, gamma="scal
         (largest absolute value of h₂ − h₁ − scale × SVC's decision function over
         the training and test points).
     estimators : dict, only with ``return_estimators=True``
+
+    Examples
+    --------
+    >>> from msvm.teaching import compare_multiclass, format_table, multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> records = compare_multiclass(X, y, C=1.0, models=["ww", "cs"])
+    >>> print(format_table(records, columns=["method", "accuracy", "n_support"]))
+    method                   accuracy  n_support
+    -----------------------  --------  ---------
+    WW (all-in-one)          1         9
+    CS (all-in-one)          1         9
+    one-vs-one SVC (libsvm)  1         11
+    one-vs-rest SVC          1         12
     """
     from sklearn.model_selection import LeaveOneOut, cross_val_score
     from sklearn.multiclass import OneVsRestClassifier
@@ -375,6 +404,16 @@ def format_table(records: list[dict], columns=None, floatfmt: str = ".4g") -> st
     ------
     ValueError
         If there are neither records nor ``columns`` (no column to show).
+
+    Examples
+    --------
+    >>> from msvm.teaching import format_table
+    >>> print(format_table([{"method": "SMO", "gap": 1.23456e-9, "n_iter": 74},
+    ...                     {"method": "QP", "gap": 0.0, "n_iter": 12}]))
+    method  gap        n_iter
+    ------  ---------  ------
+    SMO     1.235e-09  74
+    QP      0          12
     """
     if columns is None and not records:   # was an IndexError
         raise ValueError("format_table needs records or columns: nothing to show.")

@@ -77,6 +77,20 @@ def face_report(problem, alpha: np.ndarray, zero_tol: float = 0.0) -> dict:
     ValueError
         If the machine shares slacks, ``alpha`` is not a finite array of the
         problem's shape, or ``zero_tol`` is not in [0, 0.5).
+
+    Examples
+    --------
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import face_report, multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="llw", C=100.0, kernel="linear").prepare_fit(X, y).problem
+    >>> alpha = get_solver("cvxpy").solve(problem).alpha
+    >>> report = face_report(problem, alpha, zero_tol=1e-6)
+    >>> report["n_variables"], report["n_free"], report["rank"], report["kernel_rank"]
+    (60, 4, 4, 2)
+    >>> round(report["condition"])
+    185
     """
     if problem.machine.max_loss:
         raise ValueError("face_report needs slack groups of single variables; "

@@ -37,6 +37,20 @@ def logic_gate(name: str) -> tuple[np.ndarray, np.ndarray]:
     y : ndarray of shape (4,)
         +1 where the gate outputs 1, −1 elsewhere.  AND and OR are linearly
         separable (e.g. x₁ + x₂ − 1.5 and x₁ + x₂ − 0.5); XOR is not.
+
+    Examples
+    --------
+    >>> from msvm.teaching import linearly_separable, logic_gate
+    >>> X, y = logic_gate("and")
+    >>> X
+    array([[0., 0.],
+           [0., 1.],
+           [1., 0.],
+           [1., 1.]])
+    >>> y
+    array([-1., -1., -1.,  1.])
+    >>> linearly_separable(*logic_gate("xor"))
+    False
     """
     X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
     a, b = X[:, 0].astype(bool), X[:, 1].astype(bool)
@@ -71,6 +85,16 @@ def separable_set(n_samples: int = 40, margin: float = 0.5, n_features: int = 2,
         If ``n_samples`` < 2 or ``n_features`` < 1, or ``margin`` is not a
         number ≥ 0 or leaves (almost) no room for points in the cube
         [−3, 3]^d (rather than draw for ever).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.teaching import linearly_separable, separable_set
+    >>> X, y = separable_set(20, margin=0.5, random_state=0)
+    >>> X.shape, np.unique(y)
+    ((20, 2), array([-1.,  1.]))
+    >>> linearly_separable(X, y)
+    True
     """
     _check_count("n_samples", n_samples, 2)   # both classes
     _check_count("n_features", n_features, 1)
@@ -121,6 +145,15 @@ def overlapping_set(n_samples: int = 60, spread: float = 1.2,
     y : ndarray of shape (n_samples,)
         ±1 alternately, starting with +1 (half of each; one more +1 when
         ``n_samples`` is odd).
+
+    Examples
+    --------
+    >>> from msvm.teaching import linearly_separable, overlapping_set
+    >>> X, y = overlapping_set(40, spread=1.2, random_state=0)
+    >>> X.shape, y[:4]
+    ((40, 2), array([ 1., -1.,  1., -1.]))
+    >>> linearly_separable(X, y)
+    False
     """
     _check_count("n_samples", n_samples, 2)   # both classes
     spread = _check_number("spread", spread, 0.0)   # NaN gave NaN points
@@ -147,6 +180,14 @@ def multiclass_set(n_classes: int = 3, n_samples: int = 90, spread: float = 1.0,
     X : ndarray of shape (n_samples, 2)
     y : ndarray of shape (n_samples,)
         Every class present (``n_samples`` ≥ ``n_classes`` ≥ 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(n_classes=3, n_samples=30, random_state=0)
+    >>> X.shape, np.bincount(y)
+    ((30, 2), array([10, 10, 10]))
     """
     _check_count("n_classes", n_classes, 2)
     _check_count("n_samples", n_samples, n_classes)   # every class present

@@ -227,6 +227,14 @@ def make_kernel(kernel: str | Callable = "linear", **params) -> Callable[..., np
     callable
         f(X, Y=None) -> ndarray of shape (n_X, n_Y); usable as a callable
         kernel of :class:`msvm.MultiClassSVC` and :class:`sklearn.svm.SVC`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.teaching import make_kernel
+    >>> kernel = make_kernel("poly", degree=2)   # (xᵀy + 1)²
+    >>> kernel(np.array([[1.0, 2.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]))
+    array([[4., 9.]])
     """
     if callable(kernel):
         if params:
@@ -274,6 +282,16 @@ def kernel_matrix(X, Y=None, kernel: str | Callable = "linear", **params) -> np.
         For a bad kernel parameter, or if a value is NaN or infinite (NaN in
         the points, an overflowing degree, a callable's NaN): every solver
         of :mod:`msvm.teaching` builds its Gram matrix here.
+
+    Examples
+    --------
+    >>> from msvm.teaching import kernel_matrix, logic_gate
+    >>> X, _ = logic_gate("xor")
+    >>> kernel_matrix(X, kernel="rbf", gamma=0.5).round(3)
+    array([[1.   , 0.607, 0.607, 0.368],
+           [0.607, 1.   , 0.368, 0.607],
+           [0.607, 0.368, 1.   , 0.607],
+           [0.368, 0.607, 0.607, 1.   ]])
     """
     f = make_kernel(kernel, **params)
     K = np.asarray(f(X, X if Y is None else Y), dtype=np.float64)

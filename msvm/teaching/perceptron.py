@@ -134,6 +134,21 @@ def perceptron(X, y, kernel: str | Callable = "linear", *, max_epochs: int = 100
     Returns
     -------
     PerceptronResult
+
+    Examples
+    --------
+    The AND gate: the perceptron converges (the set is separable) after 18
+    updates, within Novikoff's bound.
+
+    >>> from msvm.teaching import logic_gate, perceptron
+    >>> X, y = logic_gate("and")
+    >>> result = perceptron(X, y)
+    >>> result.converged, result.n_updates
+    (True, 18)
+    >>> result.w, result.b
+    (array([3., 2.]), -4.0)
+    >>> result.predict(X)
+    array([-1., -1., -1.,  1.])
     """
     _check_count("max_epochs", max_epochs, 0)
     _check_count("record_every", record_every, 1)   # 0: a ZeroDivisionError in the loop
@@ -208,6 +223,18 @@ def novikoff_bound(X, y, kernel: str | Callable = "linear", *, tightest: bool = 
     ------
     ValueError
         If the points are not separable (the theorem's hypothesis fails).
+
+    Examples
+    --------
+    >>> from msvm.teaching import logic_gate, novikoff_bound, perceptron
+    >>> X, y = logic_gate("and")
+    >>> theorem = novikoff_bound(X, y)
+    >>> round(theorem["R2"]), round(theorem["norm_w2"]), round(theorem["b"])
+    (3, 8, -3)
+    >>> round(theorem["bound"])   # R² (‖w*‖² + b*²) / δ², δ = 1
+    51
+    >>> perceptron(X, y).n_updates <= theorem["bound"]
+    True
     """
     from msvm.teaching.svm import hard_margin_svm
 
@@ -270,6 +297,12 @@ def linearly_separable(X, y) -> bool:
     -------
     bool
         ``True`` exactly when the perceptron converges on (X, y).
+
+    Examples
+    --------
+    >>> from msvm.teaching import linearly_separable, logic_gate
+    >>> linearly_separable(*logic_gate("or")), linearly_separable(*logic_gate("xor"))
+    (True, False)
     """
     from scipy.optimize import linprog
 

@@ -292,6 +292,19 @@ def smo(X, y, C: float = 1.0, kernel: str | Callable = "linear", *,
         ``'max_iter'`` or ``'stalled'``; ``info`` has the final
         ``kkt_violation`` and, for ``'platt'``, Platt's threshold
         ``b_platt``.
+
+    Examples
+    --------
+    >>> from msvm.teaching import overlapping_set, smo, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = smo(X, y, C=1.0, pair="second_order", tol=1e-6)
+    >>> svm.status, svm.method
+    ('optimal', 'SMO (second_order)')
+    >>> sorted(svm.trace[-1])
+    ['b', 'dual', 'gap', 'i', 'j', 'kkt_violation', 'primal', 'step', 'time']
+    >>> exact = soft_margin_svm(X, y, C=1.0).certificate()["dual"]
+    >>> abs(svm.certificate()["dual"] - exact) < 1e-6
+    True
     """
     if pair not in PAIR_RULES:
         raise ValueError(f"pair must be one of {PAIR_RULES}, got {pair!r}.")

@@ -158,6 +158,13 @@ def hinge_loss(s, y) -> np.ndarray:
     Returns
     -------
     ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.teaching import hinge_loss
+    >>> hinge_loss(np.array([2.0, 0.5, -1.0]), np.array([1, 1, 1]))
+    array([0. , 0.5, 2. ])
     """
     return np.maximum(0.0, 1.0 - np.asarray(y) * np.asarray(s))
 
@@ -176,6 +183,14 @@ def dual_objective(alpha: np.ndarray, y: np.ndarray, K: np.ndarray) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> from msvm.teaching import dual_objective, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> round(dual_objective(svm.alpha, svm.y, svm.gram()), 2)
+    17.06
     """
     ay = alpha * y
     return float(alpha.sum() - 0.5 * ay @ K @ ay)
@@ -199,6 +214,14 @@ def primal_objective(alpha: np.ndarray, b: float, y: np.ndarray, K: np.ndarray,
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> from msvm.teaching import primal_objective, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> round(primal_objective(svm.alpha, svm.b, svm.y, svm.gram(), C=1.0), 2)
+    17.06
     """
     ay = alpha * y
     u = K @ ay
@@ -287,6 +310,14 @@ def bias_from_free_svs(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> from msvm.teaching import bias_from_free_svs, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> round(bias_from_free_svs(svm.alpha, svm.y, svm.gram(), C=1.0), 6) == round(svm.b, 6)
+    True
     """
     r, lower_set = bias_bounds(alpha, y, K, C, tol)
     scale = C if np.isfinite(C) else max(1.0, float(alpha.max(initial=0.0)))
@@ -316,6 +347,14 @@ def kkt_classification(alpha: np.ndarray, C: float, tol: float = 1e-8) -> np.nda
     ndarray of str, shape (n,)
         One of :data:`KKT_KINDS` per point.  At an optimum, :func:`kkt_violation`
         checks that each kind has the margin the lecture's table gives it.
+
+    Examples
+    --------
+    >>> from msvm.teaching import kkt_classification, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> kkt_classification(svm.alpha, C=1.0)[:4].tolist()
+    ['non_sv', 'free_sv', 'bound_sv', 'bound_sv']
     """
     scale = C if np.isfinite(C) else max(1.0, float(alpha.max(initial=0.0)))
     kinds = np.full(alpha.shape, "free_sv", dtype=object)
@@ -351,6 +390,14 @@ def kkt_violation(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float,
     Returns
     -------
     float, or (float, ndarray of shape (n,))
+
+    Examples
+    --------
+    >>> from msvm.teaching import kkt_violation, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> kkt_violation(svm.alpha, svm.y, svm.gram(), C=1.0) < 1e-8
+    True
     """
     u = K @ (alpha * y)
     minus_yg = -y * (y * u - 1.0)  # −y_i G_i = y_i − u_i
@@ -415,6 +462,21 @@ class BinarySVM:
         Per-iteration records (empty for the reference QP).
     info : dict
         Extras (e.g. the reference solver's own status).
+
+    Examples
+    --------
+    What :func:`soft_margin_svm`, :func:`hard_margin_svm` and :func:`smo`
+    return:
+
+    >>> from msvm.teaching import BinarySVM, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> isinstance(svm, BinarySVM), svm.method
+    (True, 'reference QP')
+    >>> svm.predict(X[:4])
+    array([ 1., -1.,  1.,  1.])
+    >>> sorted(svm.certificate())
+    ['dual', 'gap', 'kkt_violation', 'primal', 'relative_gap']
     """
 
     alpha: np.ndarray
@@ -550,6 +612,21 @@ def soft_margin_svm(X, y, C: float = 1.0, kernel: str | Callable = "linear",
         Gram matrix is not positive semi-definite (the tanh kernel, in
         general): the reference solver solves convex QPs only and refuses
         an indefinite kernel rather than answer another problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm.teaching import overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> svm.status
+    'optimal'
+    >>> kinds, counts = np.unique(svm.kkt_kinds(), return_counts=True)
+    >>> dict(zip(kinds.tolist(), counts.tolist()))
+    {'bound_sv': 16, 'free_sv': 3, 'non_sv': 21}
+    >>> certificate = svm.certificate()
+    >>> round(certificate["dual"], 2), round(certificate["primal"], 2)
+    (17.06, 17.06)
     """
     C = check_C(C)
     X, y, _ = binary_data(X, y)
@@ -595,6 +672,19 @@ def hard_margin_svm(X, y, kernel: str | Callable = "linear", *, C_start: float =
         separable in the kernel's feature space (or only with a margin
         below about 1/sqrt(C_max)); or if ``C_start``, ``C_max`` are not
         as above.
+
+    Examples
+    --------
+    The AND gate: the maximum-margin line is 2x₁ + 2x₂ − 3 = 0, at distance
+    1/‖w‖ = 1/√8 from the closest corners.
+
+    >>> from msvm.teaching import hard_margin_svm, logic_gate
+    >>> X, y = logic_gate("and")
+    >>> svm = hard_margin_svm(X, y)
+    >>> svm.w.round(6), round(svm.b, 6), round(svm.margin, 4)
+    (array([2., 2.]), -3.0, 0.3536)
+    >>> svm.alpha.round(6)
+    array([0., 2., 2., 4.])
     """
     # C_start > C_max tried nothing and declared AND not separable; C_max = inf ran
     # until C overflowed.

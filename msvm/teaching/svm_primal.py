@@ -178,6 +178,13 @@ def svm_primal_limit_C(X, y, *, rtol: float = 1e-6) -> float:
     ValueError
         If the data are linearly separable with Σ α_hard = ‖w_hard‖² < 1:
         Σ α(C) never reaches 1 and there is no C*.
+
+    Examples
+    --------
+    >>> from msvm.teaching import overlapping_set, svm_primal_limit_C
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> round(svm_primal_limit_C(X, y), 4)
+    0.0361
     """
     from msvm.teaching.perceptron import linearly_separable
     from msvm.teaching.svm import hard_margin_svm
@@ -251,6 +258,18 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
         For an unknown ``mode``, ``lam`` outside (0, 1), a C that does not
         fit the mode, ``epochs`` < 1, or bad ``X``, ``y``
         (:func:`~msvm.teaching.svm.binary_data`).
+
+    Examples
+    --------
+    >>> from msvm.teaching import overlapping_set, svm_primal
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> result = svm_primal(X, y, lam=0.01, mode="batch", C=1.0, epochs=20)
+    >>> result.mode, result.n_epochs
+    ('batch', 20)
+    >>> round(result.info["primal_optimum"], 2)   # P* of the exact solver
+    17.06
+    >>> result.info["relative_gap"] < 1e-3   # (P(w, b) - P*) / P* of the best step
+    True
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
