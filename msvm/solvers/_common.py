@@ -652,7 +652,9 @@ class ContentionWatch:
                 self.set_threads(self.threads)
         else:
             waited = self._waited()
-            if waited is not None and waited - self.mark > self.CONTENDED * wall:
+            # (No reading at the slice's start or end, a thread gone in between: no change.)
+            if (waited is not None and self.mark is not None
+                    and waited - self.mark > self.CONTENDED * wall):
                 self.serial = True
                 self.n_serial += 1
                 self.set_threads(1)
