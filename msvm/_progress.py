@@ -209,6 +209,7 @@ class SolverProgress:
         if extra:
             parts.append(extra)
         parts.append("done" if final else f"ETA {_duration(left)}")
+        assert self.line is not None  # enabled
         self.line.show("  ".join(parts), final=final)
 
     def close(self) -> None:
@@ -256,6 +257,7 @@ class ProgressBar:
         left = elapsed * (1 - fraction) / fraction if fraction > 0 else math.inf
         text = (f"{self.label}  {_bar(fraction)}  {self.count}/{self.total} {self.unit}  "
                 f"{_duration(elapsed)}  " + ("done" if final else f"ETA {_duration(left)}"))
+        assert self.line is not None  # enabled
         self.line.show(text + (f"  {note}" if note else ""), final=final)
 
     def close(self) -> None:

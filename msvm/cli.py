@@ -35,6 +35,7 @@ import re
 import sys
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -175,7 +176,7 @@ def _class_weight(items) -> dict | str | None:
 #: The estimator's options: (long flag, libsvm's short flag or None, argparse keywords).
 #: One row per MultiClassSVC parameter, shared by fit, train and select.  libsvm's
 #: -wi weight is translated into --class-weight i:weight before parsing (main).
-ESTIMATOR_OPTIONS = [
+ESTIMATOR_OPTIONS: list[tuple[str | None, str | None, dict[str, Any]]] = [
     ("--model", None, dict(default="ww", choices=list(MODELS), help="machine (default ww)")),
     ("--kernel", None, dict(default="rbf", choices=list(KERNELS),
                             help="kernel (default rbf)")),
@@ -671,7 +672,11 @@ def _train(args, prog: str) -> int:
         _check_writable(model_path, "MODEL", {"TRAIN": args.train})
     X, y, zero_based = _read_libsvm(args.train, precomputed=precomputed)
     est = _estimator(args)
-    say = (lambda *a: None) if args.quiet else print
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(text)
+
     if args.cv is not None:
         accuracy = _cv_accuracy(est, X, y, args.cv, args.random_state, prog)
         n = len(y)

@@ -457,11 +457,12 @@ def _kkt_conditions(problem: DualProblem, alpha, grad):
     tol = _zero_tol(problem)
     positive = (alpha > tol[:, None]) & problem.active
     Q, P = problem.n_classes, problem.n_slots
-    keys, values = [], []
+    key_parts: list[np.ndarray] = []
+    value_parts: list[np.ndarray] = []
 
     def add(kind, i, p, q, c):
-        keys.append(((kind * Q + problem.y[i]) * P + p) * P + q)
-        values.append(c)
+        key_parts.append(((kind * Q + problem.y[i]) * P + p) * P + q)
+        value_parts.append(c)
 
     if problem.machine.own_slacks:
         full = alpha >= (problem.capacity - tol)[:, None]
@@ -483,7 +484,7 @@ def _kkt_conditions(problem: DualProblem, alpha, grad):
             lows[np.arange(len(p)), p] = False
             k, q = np.nonzero(lows)
             add(2, i[k], p[k], q, grad[i[k], p[k]] - grad[i[k], q])
-    keys, values = np.concatenate(keys), np.concatenate(values)
+    keys, values = np.concatenate(key_parts), np.concatenate(value_parts)
     order = np.argsort(keys, kind="stable")
     keys, values = keys[order], values[order]
     starts = np.flatnonzero(np.diff(keys, prepend=-1))

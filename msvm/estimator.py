@@ -742,6 +742,7 @@ default='rbf'
             exported["gids"] = setup.index[exported["gids"]]   # the user's row numbers
         if exported is not None:
             # An online fit can be continued by partial_fit.
+            assert isinstance(self.kernel, str)  # exported only for a named kernel
             self._stream = OnlineStream.from_export(
                 exported, problem.machine, self.C, self.kernel, setup.gamma, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
@@ -1003,6 +1004,9 @@ default='rbf'
             )
         return self
 
+    # Set by _set_coef for a linear kernel only (absent otherwise).
+    coef_: np.ndarray | sp.csr_matrix
+
     def _set_coef(self) -> None:
         """``coef_`` = βᵀ X_SV (Q × d) for a linear kernel, else no ``coef_``.
 
@@ -1202,6 +1206,7 @@ default='rbf'
     def _set_fitted_stream(self, status: str) -> None:
         """Fitted attributes from the online stream's support patterns."""
         stream = self._stream
+        assert stream is not None
         gids, labels, alpha, _, feats = stream.support()
         # β from α exactly as DualProblem.beta does in fit (not the solver's running β̄).
         beta = class_coefficients(alpha, labels, stream.machine.nu_centered)

@@ -63,7 +63,7 @@ import zipfile
 import zlib
 from numbers import Integral
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -85,11 +85,12 @@ _COMMON = ("header", "classes", "support", "n_support", "dual_coef", "intercept"
 _LAYOUTS = {"dense": ("support_vectors",), "csr": ("sv_data", "sv_indices", "sv_indptr"),
             "none": ()}
 # Keys of the header, each with the JSON type it must have.
-_HEADER_KEYS = {"format": str, "format_version": int, "msvm_version": str, "params": dict,
-                "n_classes": int, "classes_dtype": str, "sv_layout": str, "n_support": int,
-                "n_features_in": int, "shape_fit": list, "gamma": float, "n_iter": int,
-                "feature_names_in": (list, type(None)), "solution": dict, "metadata": dict,
-                "class_weight": (list, type(None))}
+_HEADER_KEYS: dict[str, type | tuple[type, ...]] = {
+    "format": str, "format_version": int, "msvm_version": str, "params": dict,
+    "n_classes": int, "classes_dtype": str, "sv_layout": str, "n_support": int,
+    "n_features_in": int, "shape_fit": list, "gamma": float, "n_iter": int,
+    "feature_names_in": (list, type(None)), "solution": dict, "metadata": dict,
+    "class_weight": (list, type(None))}
 #: Parameters and header keys added by each format version: a file of an older
 #: version lacks them and gets these values (parameters: the defaults).
 _ADDED = {2: {"params": {"class_weight": None}, "header": {"class_weight": None}}}
@@ -266,9 +267,9 @@ def save(model: MultiClassSVC, path: PathLike, *, metadata: dict[str, Any] | Non
     if layout == "dense":
         arrays["support_vectors"] = np.asarray(sv, dtype=np.float64)
     elif layout == "csr":
-        sv = sp.csr_matrix(sv, dtype=np.float64)
-        arrays.update(sv_data=sv.data, sv_indices=sv.indices.astype(np.int64),
-                      sv_indptr=sv.indptr.astype(np.int64))
+        csr = sp.csr_matrix(sv, dtype=np.float64)
+        arrays.update(sv_data=csr.data, sv_indices=csr.indices.astype(np.int64),
+                      sv_indptr=csr.indptr.astype(np.int64))
     names = getattr(model, "feature_names_in_", None)
     header = _to_json({
         "format": FORMAT,
@@ -295,7 +296,8 @@ def save(model: MultiClassSVC, path: PathLike, *, metadata: dict[str, Any] | Non
     if not path.name or path.name == "..":
         raise ModelFileError(f"Cannot write model file {os.fspath(path)!r}: not a file name.")
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    # cast: numpy's stubs match **arrays against allow_pickle (no member has that name).
+    np.savez_compressed(buffer, **cast(dict[str, Any], arrays))
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         tmp.write_bytes(buffer.getvalue())

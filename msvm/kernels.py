@@ -506,9 +506,9 @@ class Kernel:
 
     def squared_norms(self) -> np.ndarray:
         """‖x_i‖² of every training point."""
-        if sp.issparse(self.X):
-            return np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()
-        return np.einsum("ij,ij->i", self.X, self.X)
+        if isinstance(self.X, np.ndarray):
+            return np.einsum("ij,ij->i", self.X, self.X)
+        return np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()  # CSR
 
     def matmul(self, coef: np.ndarray, rows=None, cache=None) -> np.ndarray:
         """K[rows, :] @ coef, touching only the columns where ``coef`` is non-zero.

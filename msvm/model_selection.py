@@ -282,9 +282,10 @@ def _retrain(estimator, spec, y, alpha, X, K, points, weight=None, stop=None):
 def _positive_weights(setup: FitSetup, what: str) -> None:
     """ValueError when examples of weight zero were left out of ``setup``'s problem."""
     if setup.index is not None:
+        dropped = (setup.fit_shape or setup.X.shape)[0] - len(setup.index)
         raise ValueError(
             f"{what} needs every example's weight positive (sample_weight times class_weight): "
-            f"{setup.fit_shape[0] - len(setup.index)} examples have weight 0, and an example "
+            f"{dropped} examples have weight 0, and an example "
             "left out of training has no leave-one-out prediction of its own. Drop them from "
             "X and y first.")
 

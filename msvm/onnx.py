@@ -114,7 +114,7 @@ class _Graph:
     a standalone model), so the same builder serves both.
     """
 
-    def __init__(self, unique):
+    def __init__(self, unique) -> None:
         self.unique = unique
         self.nodes: list[tuple[str, list[str], str, dict]] = []
         self.constants: list[tuple[str, np.ndarray]] = []
@@ -285,7 +285,8 @@ def to_onnx(model: MultiClassSVC, *, target_opset: int = ONNX_OPSET,
     _decision_graph(model, g, "X", "label", "scores")
     nodes = [helper.make_node(op, inputs, [out], name=out, **attrs)
              for op, inputs, out, attrs in g.nodes]
-    Q, n = len(model.classes_), None
+    Q = len(model.classes_)
+    n: int | None = None   # the batch dimension: any
     graph = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [n, int(model.n_features_in_)])],

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -248,7 +249,7 @@ class DualProblem:
             return np.zeros((self.n_classes, 0))
         # vecsᵀ = Rᵀ Q̃ᵀ has the left singular vectors and values of Rᵀ (Q × Q): a QR of
         # the Q·P × Q matrix first, which costs far less than its SVD at many classes.
-        r = np.linalg.qr(vecs, mode="r")
+        r = cast(np.ndarray, np.linalg.qr(vecs, mode="r"))  # stubs: QRResult in every mode
         u, s, _ = np.linalg.svd(r.T)
         rank = int(np.sum(s > 1e-10 * s[0]))
         return u[:, :rank]
@@ -317,7 +318,8 @@ class DualProblem:
     # --------------------------------------------------- flat variable view
     def flat_index(self) -> tuple[np.ndarray, np.ndarray]:
         """(i, p) of every active variable, in row-major order."""
-        return np.nonzero(self.active)
+        i, p = np.nonzero(self.active)
+        return i, p
 
     def beta_operator(self):
         """Sparse matrix B of shape (m·Q, n_active) with vec(β) = B α_active.

@@ -342,6 +342,23 @@ def test_contention_watch_follows_the_kernels_counters(monkeypatch):
     assert next(free, None) is None                  # every reading taken, no more
 
 
+def test_contention_watch_survives_a_failed_reading(monkeypatch):
+    """A reading of the run-queue counters can fail (a thread exits between listing
+    /proc/self/task and opening its schedstat): a slice without a reading at its start
+    keeps the threads (it raised TypeError, float minus None), the next one is measured."""
+    monkeypatch.setattr(ContentionWatch, "_free_cores", staticmethod(lambda: 1))
+    waited = iter([0.0, None, 1.0, 1.0, 2.0])
+    monkeypatch.setattr(ContentionWatch, "_waited", staticmethod(lambda: next(waited)))
+    calls = []
+    watch = ContentionWatch(2, calls.append, 0.5)
+    assert watch.enabled and not watch.serial and watch.mark is None
+    watch.after_slice()                 # no reading at the start: no change
+    assert calls == [] and not watch.serial
+    watch.after_slice()                 # waited 1 s since the last reading: busy
+    assert calls == [1] and watch.n_serial == 1
+    assert next(waited, None) is None
+
+
 def test_contention_watch_sees_another_process_holding_a_core():
     """The real counters: while a spinning process runs, the watch never sees more free
     cores than the machine's less this thread's and the spinner's (other processes, such

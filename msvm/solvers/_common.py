@@ -34,6 +34,8 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +43,8 @@ from msvm._numbers import is_integer, is_real
 from msvm.machines import Machine
 from msvm.problem import DualProblem, DualSolution
 from msvm.solvers import TIME_SLICE, StallWatch, default_max_iter
+
+_T = TypeVar("_T")
 
 #: Return codes of the compiled loops' ``run`` methods (S2DO, online, linear):
 #: stopping rule met, budget spent, time slice over (call again).
@@ -434,7 +438,7 @@ class _BlasLimit:
 
     lock = threading.Lock()
     users = 0
-    limiter = None
+    limiter: Any | None = None  # a threadpoolctl limiter while users > 0
 
     @classmethod
     def enter(cls, n: int) -> None:
@@ -449,11 +453,13 @@ class _BlasLimit:
         with cls.lock:
             cls.users -= 1
             if cls.users == 0:
-                _as_controller(cls.limiter.restore_original_limits)
+                limiter = cls.limiter
+                assert limiter is not None  # set by the first enter()
+                _as_controller(limiter.restore_original_limits)
                 cls.limiter = None
 
 
-def _as_controller(change: Callable[[], object]) -> object:
+def _as_controller(change: Callable[[], _T]) -> _T:
     """``change()`` made by this thread whichever thread changed the limits last.
 
     threadpoolctl (3.8 and later) lets one thread at a time change OpenBLAS's
@@ -495,7 +501,7 @@ def limit_blas_threads(n: int | None):
         _BlasLimit.leave()
 
 
-def blas_limited(solve: Callable[..., DualSolution]) -> Callable[..., DualSolution]:
+def blas_limited(solve: Callable[..., _T]) -> Callable[..., _T]:
     """``solve`` run as a whole under its ``blas_threads`` limit (:func:`limit_blas_threads`).
 
     For a solver whose Python-level work between compiled loops calls BLAS
@@ -588,7 +594,7 @@ class ContentionWatch:
         self.slice_length = slice_length
         free = self._free_at_start() if threads > 1 else None
         self.enabled = free is not None and self._waited() is not None
-        self.serial = self.enabled and free < threads - 1
+        self.serial = self.enabled and free is not None and free < threads - 1
         self.n_serial = 0                         # times the loop went down to one thread
         if self.serial:
             set_threads(1)
@@ -652,7 +658,9 @@ class ContentionWatch:
                 self.set_threads(self.threads)
         else:
             waited = self._waited()
-            if waited is not None and waited - self.mark > self.CONTENDED * wall:
+            # (No reading at the slice's start or end, a thread gone in between: no change.)
+            if (waited is not None and self.mark is not None
+                    and waited - self.mark > self.CONTENDED * wall):
                 self.serial = True
                 self.n_serial += 1
                 self.set_threads(1)
@@ -742,7 +750,8 @@ def warn_not_converged(solver: str, status: str, budget: str, shortfall: str) ->
 
     reason = (f"at {budget}" if status == "max_iter" else
               "when its dual objective stopped increasing (progress below round-off)")
-    level, frame = 3, sys._getframe(2)   # the caller of solve, past blas_limited's wrapper
+    level = 3
+    frame: FrameType | None = sys._getframe(2)  # the caller of solve, past blas_limited's wrapper
     while frame is not None and frame.f_code is _LIMITED:
         level, frame = level + 1, frame.f_back
     warnings.warn(f"{solver} stopped {reason} {shortfall}.", ConvergenceWarning,

@@ -19,6 +19,7 @@ values are not counted as the solver's.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class BuildUpCurve:
             raise ValueError(f"trace must be a positive number of seconds, got {interval!r}.")
         self.interval = float(interval)
         self.kernel = kernel
-        self.test_set = None
+        self.test_set: tuple[Any, np.ndarray] | None = None
         if test_set is not None:
             # Checked here, not at the first curve point in the middle of the solve.
             if not isinstance(test_set, tuple | list) or len(test_set) != 2:
@@ -98,6 +99,7 @@ class BuildUpCurve:
 
     def test_error(self, sv, beta: np.ndarray) -> float:
         """Test error of h(x) = Σ_j β_j k(x_j, x) (argmax over classes)."""
+        assert self.test_set is not None  # record() calls this only with a test set
         X_test, y_test = self.test_set
         n = X_test.shape[0]
         if n == 0:
@@ -116,7 +118,7 @@ class BuildUpCurve:
 
     def as_dict(self) -> dict:
         """Columns of the curve: {'time': [...], 'kernel_evaluations': [...], ...}."""
-        keys = []
+        keys: list[str] = []
         for point in self.points:
             keys.extend(k for k in point if k not in keys)
         return {k: [p.get(k) for p in self.points] for k in keys}

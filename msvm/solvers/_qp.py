@@ -78,6 +78,7 @@ class ExplicitQP:
 
     @property
     def low_rank(self) -> bool:
+        assert self.L is not None, "built with factor=False"
         return self.L.shape[1] < LOW_RANK_FRACTION * self.m
 
     @property
@@ -460,14 +461,16 @@ def finish(problem: DualProblem, alpha: np.ndarray, tol: float, work: Work, *,
     qp.E = np.zeros((0, qp.n))   # bias-free (a machine with a bias: its augmented Lagrangian)
     work.spend(Work.hessian(qp))
     H, x0 = qp.hessian(), alpha[qp.ii, qp.pp]
-    options = dict(tol=FINISH_TOL * tol, work=work, max_iter=10 * qp.n + 100)
+    finish_tol, max_iter = FINISH_TOL * tol, 10 * qp.n + 100
     # Faces of a few hundred variables: LAPACK's threads only contend (8x slower).
     with threadpool_limits(limits=1):
         if qp.S.shape[0] and np.any(np.diff(qp.S.indptr) > 1):
-            x, optimal = group_active_set(qp, H, x0, **options)
+            x, optimal = group_active_set(qp, H, x0, tol=finish_tol, work=work,
+                                          max_iter=max_iter)
         else:
             upper = qp.cap[qp.group] if qp.S.shape[0] else np.full(qp.n, np.inf)
-            x, optimal = box_active_set(H, qp.targets, upper, x0, **options)
+            x, optimal = box_active_set(H, qp.targets, upper, x0, tol=finish_tol, work=work,
+                                        max_iter=max_iter)
     if optimal:
         alpha[qp.ii, qp.pp] = clean(problem, qp, x)   # round-off over a capacity
     return optimal, qp.n_kernel_evaluations

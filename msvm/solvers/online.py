@@ -37,6 +37,8 @@ run is reproducible.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -130,10 +132,10 @@ def _kcost(layout: int, X) -> float:
     return 8.0 + 0.125 * X.shape[1]
 
 
-def batch_arrays(X, kernel_name: str, gamma: float, degree: float, coef0: float,
-                 gram: np.ndarray | None = None, rows=None) -> dict:
+def batch_arrays(X, kernel_name: str | Callable[..., Any], gamma: float, degree: float,
+                 coef0: float, gram: np.ndarray | None = None, rows=None) -> dict:
     """Features, norms and k(x, x) of a batch of patterns, as ``set_batch`` reads them."""
-    out = dict(X=None, data=None, indices=None, indptr=None)
+    out: dict[str, np.ndarray | None] = dict(X=None, data=None, indices=None, indptr=None)
     if gram is not None:
         rows = np.arange(gram.shape[0]) if rows is None else rows
         kd = np.ascontiguousarray(gram[rows, rows], dtype=np.float64)

@@ -67,6 +67,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         equality = qp.E @ x == 0
         constraints.append(equality)
     # ½ Σ_r u_rᵀ K u_r as ½‖(I ⊗ Lᵀ) u‖², plus the M-SVM² shift ½ Σ shift_i u_i².
+    assert qp.L is not None  # build() factors K
     factor = sp.block_diag([sp.csr_matrix(qp.L.T)] * qp.n_blocks, format="csr")
     quadratic = 0.5 * cp.sum_squares(factor @ u)
     if np.any(qp.shift):

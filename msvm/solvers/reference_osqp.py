@@ -11,6 +11,7 @@ P = diag(0, shift·I, I), which keeps P sparse and well conditioned.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +32,7 @@ OSQP_EPS = 1e-10
 # asked, polished: a polished answer is exact).  Adaptive ρ suits strongly convex
 # duals (M-SVM²) but can stall at eps = 1e-10 on degenerate ones (a bias with a
 # low-rank kernel), where a fixed ρ, or a looser eps followed by polishing, works.
-_ATTEMPTS = (
+_ATTEMPTS: tuple[tuple[float | None, dict[str, Any]], ...] = (
     (None, {"max_iter": 10000}),
     (None, {"rho": 1.0, "adaptive_rho": False}),
     (1e-8, {"rho": 1.0, "adaptive_rho": False}),
@@ -113,6 +114,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         upper.append(np.zeros(n_eq))
     n_x_rows = sum(r.shape[0] for r in rows)
     if factor_form:
+        assert qp.L is not None  # build() factors K
         factor = sp.block_diag([sp.csr_matrix(qp.L.T)] * qp.n_blocks, format="csc")
         n_z = factor.shape[0]
         P = sp.block_diag([sp.csc_matrix((n, n)), sp.diags(qp.shift_u),

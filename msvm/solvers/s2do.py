@@ -386,6 +386,6 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
             "certify_time": certify_time,
             "finish_time": handover.time,
             **({"trace": points, "curve": curve.as_dict(), "curve_overhead": curve.overhead}
-               if trace is not None else {}),
+               if curve is not None else {}),
         },
     )

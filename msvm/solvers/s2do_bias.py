@@ -381,7 +381,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         if grow > 1.0:
             colsum = class_coefficients(alpha, problem.y, nu_plain).sum(axis=0)
             state.reoffset(rho * (grow - 1.0), np.ascontiguousarray(colsum), gamma)
-            rho = cache.offset
+            rho = float(cache.offset)
             n_growths += 1
             steps.reset(rho)     # another dual function
         else:
@@ -459,7 +459,8 @@ class _MultiplierSteps:
     def reset(self, rho: float) -> None:
         """Start again from ρI, with no secant pair."""
         self.H = rho * self.projector
-        self.last = None        # (b, r) of the last outer iteration, for the secant pair
+        # (b, r) of the last outer iteration, for the secant pair
+        self.last: tuple[np.ndarray, np.ndarray] | None = None
         self.scaled = False     # whether H has had its first update (which sets its scale)
 
     def observe(self, b: np.ndarray, residual: np.ndarray, rose: bool, rho: float) -> None:

@@ -27,6 +27,8 @@ r"""Side-by-side comparisons that return tables as lists of records (no pandas).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -195,7 +197,7 @@ def compare_binary(X, y, C: float = 1.0, kernel: str = "linear", *, X_test=None,
     return records
 
 
-def _svc_kernel_params(kernel: str, gamma, degree, coef0) -> dict:
+def _svc_kernel_params(kernel: str | Callable[..., Any], gamma, degree, coef0) -> dict:
     return {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
 
 
@@ -296,7 +298,7 @@ def compare_multiclass(X, y, C: float = 1.0, kernel: str = "rbf", *, gamma="scal
             raise ValueError(f"y_test must have one label per row of X_test, shape "
                              f"({len(X_test)},); got shape {y_test.shape}.")
     loo = (m <= loo_max_samples) if loo is None else bool(loo)
-    svc_kernel = kernel
+    svc_kernel: str | Callable[..., Any] = kernel
     if kernel == "laplace":  # SVC has no Laplace kernel string; the same function
         from sklearn.metrics.pairwise import laplacian_kernel
 

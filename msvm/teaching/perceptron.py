@@ -165,7 +165,7 @@ def perceptron(X, y, kernel: str | Callable = "linear", *, max_epochs: int = 100
     trace: list[dict] = []
 
     def scores() -> np.ndarray:  # s_i = y_i f(x_i) for every point
-        u = X @ w if linear else K @ (counts * y)
+        u = X @ w if K is None else K @ (counts * y)
         return y * (u + b)
 
     epoch = 0
@@ -174,7 +174,7 @@ def perceptron(X, y, kernel: str | Callable = "linear", *, max_epochs: int = 100
         epoch += 1
         updated = False
         for i in range(n):
-            s_i = y[i] * ((X[i] @ w if linear else K[i] @ (counts * y)) + b)
+            s_i = y[i] * ((X[i] @ w if K is None else K[i] @ (counts * y)) + b)
             if s_i > 0:
                 continue  # correctly classified, strictly
             if linear:

@@ -302,6 +302,7 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
     best = (np.inf, w.copy(), b)
     for epoch in range(1, epochs + 1):
         if mode == "batch":
+            assert C is not None  # checked above: only 'online' has no C
             s = y * (X @ w + b)
             V = s < 1.0
             g_w = w - C * (y[V] @ X[V])
@@ -324,6 +325,7 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
                     w = (1.0 - lam) * w + lam * y[i] * X[i]
                     b += lam * y[i]
             else:  # 'sgd': shrink at every visit, add n C y_i x_i on a violation
+                assert C is not None
                 w = (1.0 - lam) * w + (lam * n * C * y[i] * X[i] if violated else 0.0)
                 b += lam * n * C * y[i] if violated else 0.0
             violations += int(violated)
@@ -340,6 +342,7 @@ def svm_primal(X, y, lam: float = 0.01, *, mode: str = "online", C: float | None
         w_out, b_out = w, float(b)
     info: dict = {}
     if reference:
+        assert C_eval is not None  # C, C_limit or svm_primal_limit_C
         exact = soft_margin_svm(X, y, C_eval)
         w_opt, b_opt = exact.w, exact.b
         p_opt = primal_value(w_opt, b_opt, X, y, C_eval)

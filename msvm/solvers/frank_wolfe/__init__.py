@@ -101,7 +101,7 @@ from msvm.solvers._common import (
     warn_not_converged,
 )
 from msvm.solvers.frank_wolfe._lp import LinearProblem
-from msvm.solvers.frank_wolfe._working_set import Block, inner
+from msvm.solvers.frank_wolfe._working_set import Block, box_binds, inner
 
 __all__ = ["solve", "VARIANTS"]
 
@@ -158,7 +158,7 @@ class _Solver:
         self.F = problem.scores(beta) if np.any(beta) else np.zeros((len(alpha), self.Q))
         self.g = problem.gradient(alpha, self.F)
         self.targets = problem.targets
-        self._full = None
+        self._full: LinearProblem | None = None
 
     def objective(self) -> float:
         return 0.5 * float(np.sum(self.alpha * (self.g - self.targets)))
@@ -192,9 +192,11 @@ class _Solver:
 
     def full_lp(self) -> tuple[float, np.ndarray]:
         """The linear problem over every variable: the exact Frank–Wolfe gap and its λ."""
+        nuU = self.nuU
+        assert nuU is not None  # called with a bias only
         if self._full is None:
-            self._full = LinearProblem(self.nuU, self.active, self.group, self.cap,
-                                        np.zeros(self.nuU.shape[2]))
+            self._full = LinearProblem(nuU, self.active, self.group, self.cap,
+                                        np.zeros(nuU.shape[2]))
         elif not np.array_equal(self._full.cap, self.cap):
             self._full.set_cap(self.cap)
         lp = self._full
@@ -223,7 +225,7 @@ class _Solver:
         self.g = self.problem.gradient(self.alpha, self.F)
         return True
 
-    box_binds = Block.box_binds
+    box_binds = box_binds
 
 
 def _check_options(problem, tol, max_iter, fw_variant, working_set_size, cache_size,

@@ -37,6 +37,17 @@ from msvm.solvers.frank_wolfe._face import SNAP, Face
 from msvm.solvers.frank_wolfe._lp import LinearProblem
 
 
+def box_binds(state) -> bool:
+    """Whether a variable sits at the M-SVM² box bound and the gradient pushes it up.
+
+    A method of :class:`Block` and of the driver's global state (``state``
+    has ``g``, ``alpha``, ``cap``, ``active``, ``bias``, ``nuU`` and ``lam``).
+    """
+    G = state.g if not state.bias else state.g - state.nuU @ state.lam
+    at_box = state.alpha >= (1.0 - 1e-9) * state.cap[:, None]
+    return bool(np.any(at_box & (G < 0) & (state.active > 0)))
+
+
 class Block:
     """The working set B: its data in the layout of :mod:`msvm._core._frank_wolfe`.
 
@@ -69,8 +80,8 @@ class Block:
         self.s = np.zeros_like(self.alpha)
         self.gaps = np.zeros(n)
         self.lam = solver.lam
-        self.lp = None
-        if self.bias:
+        self.lp: LinearProblem | None = None
+        if self.nuU is not None:  # with a bias
             rhs = np.einsum("ipr,ip->r", self.nuU, self.alpha)
             self.lp = LinearProblem(self.nuU, self.active, self.group, self.cap, rhs)
         self.face = Face(self)
@@ -85,19 +96,17 @@ class Block:
             total = linear_minimizer(self.g, self.alpha, self.group, self.active, self.cap,
                                      self.s, self.gaps)
             return float(np.dot(self.g.ravel(), self.alpha.ravel()) - total)
-        act = self.lp.act
+        lp = self.lp
+        assert lp is not None  # set with a bias
+        act = lp.act
         c = self.g.ravel()[act]
-        x, self.lam, value = self.lp.solve(c)
+        x, self.lam, value = lp.solve(c)
         s = self.s.ravel()
         s[:] = 0.0
         s[act] = x
         return float(np.dot(c, self.alpha.ravel()[act])) - value
 
-    def box_binds(self) -> bool:
-        """Whether a variable sits at the M-SVM² box bound and the gradient pushes it up."""
-        G = self.g if not self.bias else self.g - self.nuU @ self.lam
-        at_box = self.alpha >= (1.0 - 1e-9) * self.cap[:, None]
-        return bool(np.any(at_box & (G < 0) & (self.active > 0)))
+    box_binds = box_binds
 
     def objective(self) -> float:
         """J(α) when B is every example: ½ αᵀ(g − γ)."""
@@ -190,6 +199,7 @@ def inner(block: Block, variant: str, lazy: bool, face_steps: bool, target: floa
         if variant == "classic":
             block.step(s - block.alpha, 1.0)
             continue
+        assert atoms is not None  # away and pairwise variants
         vals = atoms.values(block.g)
         hi = int(np.argmax(np.where(atoms.w > 0, vals, -np.inf)))
         v = atoms.V[hi].reshape(shape)
