@@ -115,16 +115,9 @@ class LeaveOneOut:
     time : float
         Wall-clock seconds, full fit included.
 
-    Examples
+    See Also
     --------
-    >>> from sklearn.datasets import load_iris
-    >>> from msvm import MultiClassSVC, loo_error
-    >>> X, y = load_iris(return_X_y=True)
-    >>> loo = loo_error(MultiClassSVC(model="ww", C=10), X, y)
-    >>> loo.n_samples, loo.n_errors
-    (150, 6)
-    >>> loo.predictions[loo.errors].tolist(), y[loo.errors].tolist()   # LOO prediction, label
-    ([2, 2, 2, 2, 1, 1], [1, 1, 1, 1, 2, 2])
+    loo_error : Computes it (with an example).
     """
 
     n_errors: int

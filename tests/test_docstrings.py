@@ -38,7 +38,6 @@ DOCUMENTED = [
     *(f"msvm.kernels.{name}" for name in ("Kernel", "IndefiniteKernelWarning", "check_gram",
                                             "check_kernel_range", "resolve_gamma")),
     "msvm.diagnostics.diagnose",
-    "msvm.model_selection.LeaveOneOut",
     "msvm.onnx.register_skl2onnx",
     *(f"msvm.teaching.{name}" for name in (
         "perceptron", "novikoff_bound", "linearly_separable", "hard_margin_svm",
