@@ -168,6 +168,7 @@ def test_max_iter_warns_and_reports():
 
 
 @pytest.mark.parametrize("C", [1e12, 1e308])
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # (4C = inf gave inf − inf warnings)
 def test_steps_that_cannot_move_stop_as_stalled(C):
     # The M-SVM²'s first box is [0, 4C]: with a huge C every step was snapped back to
     # α = 0 (SNAP·cap) and the inner loop repeated it until the budget (10⁷ steps by

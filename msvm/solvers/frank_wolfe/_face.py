@@ -75,9 +75,12 @@ class Face:
         cap_grp = b.cap[self.grp_example]
         snap = SNAP * cap
         sums = np.bincount(self.grp, weights=x, minlength=self.n_grp)
-        full = sums >= cap_grp - SNAP * cap_grp * 10
+        # An infinite capacity (C·w overflowing) gives inf − inf = NaN, which compares
+        # False: never full, never at its cap, as it should be; without the warning.
+        with np.errstate(invalid="ignore"):
+            full = sums >= cap_grp - SNAP * cap_grp * 10
+            at_cap = ~self.shared & (x >= cap - snap)
         at_zero = x <= snap
-        at_cap = ~self.shared & (x >= cap - snap)
         if b.squared:
             full[:] = False
         free = ~at_zero & ~at_cap
