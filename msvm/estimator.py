@@ -521,6 +521,11 @@ default='rbf'
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
+    # What partial_fit continues from (set by fit, partial_fit and msvm.io; absent before).
+    _stream: OnlineStream | None
+    _fit_seed: tuple[np.ndarray, np.ndarray, int, np.ndarray | None] | None
+    _no_continue: str | None
+
     def __init__(
         self,
         model: str = "ww",
@@ -1108,9 +1113,11 @@ default='rbf'
         if stream is not None:
             stream.reconfigure(tol=self.tol, online_strategy=self.online_strategy,
                                cache_size=self.cache_size)
-        if stream is None and getattr(self, "_fit_seed", None) is not None:
+        seed = getattr(self, "_fit_seed", None)
+        if stream is None and seed is not None:
             # Continue a fit by another solver from its support vectors and their α.
-            labels, alpha_sv, n_train, weight_sv = (tuple(self._fit_seed) + (None,))[:4]
+            labels, alpha_sv, n_train, weight_sv = (tuple(seed) + (None,))[:4]
+            assert isinstance(self.kernel, str)  # a callable kernel has no partial_fit
             stream = OnlineStream.from_solution(
                 make_machine(self.model, len(self.classes_)), self.C, self.kernel, self.gamma_,
                 self.degree, self.coef0, self.support_vectors_, labels, alpha_sv, self.support_,
@@ -1157,6 +1164,7 @@ default='rbf'
         if first:
             gamma_ = resolve_gamma(self.gamma, X, used=self.kernel != "linear",
                                    sample_weight=sw)
+            assert isinstance(self.kernel, str)  # a callable kernel has no partial_fit
             stream = OnlineStream(
                 make_machine(self.model, len(known)), self.C, self.kernel, gamma_, self.degree,
                 self.coef0, X.shape[1], sp.issparse(X), tol=self.tol,
@@ -1167,6 +1175,7 @@ default='rbf'
             self._stream = stream
             self._fit_params = self._problem_params()
         self.class_weight_ = np.ones(len(known)) if class_weight is None else class_weight
+        assert stream is not None  # the first call has just made it
         status = stream.feed(X, y_codes, max_iter=None if self.max_iter in (None, -1)
                              else int(self.max_iter), verbose=bool(self.verbose),
                              sample_weight=weight)

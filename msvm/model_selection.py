@@ -261,6 +261,7 @@ def _retrain(estimator, spec, y, alpha, X, K, points, weight=None, stop=None):
             data = np.ascontiguousarray(K[np.ix_(keep, keep)])
             sub, row = Kernel(data, "precomputed"), K[p, keep]
         else:
+            assert full is not None  # made above when there is no Gram matrix
             data = X[keep]
             sub, row = Kernel(data, kernel_name, **kernel_params), full.gram(np.array([p]), keep)[0]
         problem = DualProblem(machine, y[keep], sub, C, fit_intercept,

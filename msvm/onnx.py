@@ -346,8 +346,9 @@ def _skl2onnx_convert(scope, operator, container):
     # One input per column when skl2onnx is given a DataFrame: the features are their
     # concatenation (only the first was used, and onnxruntime refused the graph).
     widths = [v.type.shape[1] if len(v.type.shape) == 2 else None for v in operator.inputs]
-    if all(isinstance(w, int) for w in widths) and sum(widths) != model.n_features_in_:
-        raise ValueError(f"The inputs of the MultiClassSVC have {sum(widths)} columns in all "
+    known = [w for w in widths if isinstance(w, int)]
+    if len(known) == len(widths) and sum(known) != model.n_features_in_:
+        raise ValueError(f"The inputs of the MultiClassSVC have {sum(known)} columns in all "
                          f"({', '.join(v.onnx_name for v in operator.inputs)}), but it was "
                          f"fitted on {model.n_features_in_} features.")
     columns = [v.full_name if isinstance(v.type, DoubleTensorType)

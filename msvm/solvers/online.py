@@ -357,12 +357,14 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
     layout, n_features, gram = _layout(kernel)
     curve = None if trace is None else BuildUpCurve(trace, kernel, test_set)
     clock = Clock(curve)
+    kernel_name = "precomputed" if layout == _GRAM else kernel.name
+    assert isinstance(kernel_name, str)  # a callable kernel has the Gram layout (_layout)
 
     def empty_state():
         """A state without support patterns, with the solve's switches."""
         fresh = new_state(
             problem.machine, problem.C, layout=layout, n_features=n_features,
-            kernel_name=kernel.name if layout != _GRAM else "precomputed", gamma=kernel.gamma,
+            kernel_name=kernel_name, gamma=kernel.gamma,
             degree=kernel.degree, coef0=kernel.coef0, gram=gram, n_gid=m, tol=tol,
             strategy=strategy, cache_size=cache_size, seed=_seed(rng),
             kcost=_kcost(layout, kernel.X if layout != _GRAM else None), fast=bool(fast),

@@ -301,6 +301,7 @@ def solve(problem: DualProblem, *, tol=None, max_iter=None, warm_start=None, ver
         return (sv if kernel.is_precomputed or callable(kernel.name) else kernel.X[sv]), beta[sv]
 
     def record():
+        assert curve is not None  # called with a trace only
         elapsed = clock()
         dual = -state.objective()
         points.append((elapsed, dual, state.max_violation, used()))

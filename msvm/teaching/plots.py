@@ -183,7 +183,8 @@ def plot_hinge_loss(*, ax=None, s_range=(-2.0, 3.0)):
         ``'perceptron max(0, −y f)'``.
     """
     ax = _axes(ax)
-    s = np.linspace(*s_range, 501)
+    lo, hi = s_range
+    s = np.linspace(lo, hi, 501)
     ax.plot(s, np.maximum(0.0, 1.0 - s), lw=2, label="hinge max(0, 1 − y f)")
     ax.plot(s, (s <= 0).astype(float), lw=1.5, label="0–1 loss")
     ax.plot(s, np.maximum(0.0, -s), lw=1.5, ls="--", label="perceptron max(0, −y f)")

@@ -178,6 +178,8 @@ class _Solver:
         A free variable (0 < α < cap, its slack group below capacity) has
         G_ip = g_ip − (Aᵀλ)_ip = 0 at the optimum (seed 000 (5)).
         """
+        nuU = self.nuU
+        assert nuU is not None  # called with a bias only
         a = self.alpha
         tol = 1e-8 * self.cap[:, None]
         positive = (a > tol) & (self.active > 0)
@@ -185,7 +187,7 @@ class _Solver:
         np.add.at(sums, (np.nonzero(positive)[0], self.group[positive]), a[positive])
         free = positive & (np.take_along_axis(sums, self.group, axis=1)
                            < self.cap[:, None] - tol)
-        rows = self.nuU[free]
+        rows = nuU[free]
         if rows.shape[0] < rows.shape[1] or np.linalg.matrix_rank(rows, tol=1e-8) < rows.shape[1]:
             return None
         return np.linalg.lstsq(rows, self.g[free], rcond=None)[0]
