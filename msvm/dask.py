@@ -23,12 +23,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from msvm._optional import import_optional
+
 __all__ = ["partial_fit_dask"]
+
+
+def _dask_array():
+    return import_optional("dask.array", "dask", "msvm.dask")
 
 
 def _row_blocks(X):
     """X as a dask array chunked along rows only (one block spans every column)."""
-    import dask.array as da
+    da = _dask_array()
 
     if not isinstance(X, da.Array):
         raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}; for in-memory "
@@ -44,7 +50,7 @@ def _row_blocks(X):
 
 def _aligned_labels(y, row_chunks: tuple):
     """y as one array per row block of X (a dask array is rechunked to match)."""
-    import dask.array as da
+    da = _dask_array()
 
     n = sum(row_chunks)
     if not isinstance(y, da.Array):
@@ -113,8 +119,8 @@ def partial_fit_dask(estimator, X, y, classes=None):
     >>> clf.solution_["n_seen"]
     150
     """
+    da = _dask_array()
     import dask
-    import dask.array as da
 
     feed = estimator.partial_fit  # AttributeError (with the reason) before any block is read
     X = _row_blocks(X)

@@ -45,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from msvm._numbers import is_integer
+from msvm._optional import import_optional
 
 if TYPE_CHECKING:
     import onnx
@@ -61,16 +62,10 @@ MIN_OPSET = 13
 #: that older runtimes read the file too.
 _IR_VERSION = 8
 _ALIAS = "MsvmMultiClassSVC"
-_INSTALL = "pip install 'msvm[onnx]'"
 
 
 def _onnx():
-    try:
-        import onnx
-    except ImportError as exc:  # pragma: no cover - the onnx extra is in the test extra
-        raise ImportError(f"ONNX export needs the optional dependency 'onnx' ({_INSTALL}).") \
-            from exc
-    return onnx
+    return import_optional("onnx", "onnx", "ONNX export")
 
 
 def _check_exportable(model) -> None:
@@ -403,14 +398,14 @@ def register_skl2onnx(*, missing_ok: bool = False) -> bool:
     ['label', 'scores']
     """
     try:
-        from skl2onnx import update_registered_converter
+        skl2onnx = import_optional("skl2onnx", "onnx", "Registering the skl2onnx converter")
     except ImportError:
         if missing_ok:
             return False
-        raise ImportError(f"Registering the skl2onnx converter needs skl2onnx ({_INSTALL}).") \
-            from None
+        raise
     from msvm.estimator import MultiClassSVC
 
-    update_registered_converter(MultiClassSVC, _ALIAS, _skl2onnx_shape, _skl2onnx_convert,
-                                parser=_skl2onnx_parser, overwrite=True)
+    skl2onnx.update_registered_converter(MultiClassSVC, _ALIAS, _skl2onnx_shape,
+                                         _skl2onnx_convert, parser=_skl2onnx_parser,
+                                         overwrite=True)
     return True

@@ -391,3 +391,23 @@ def test_shared_dataset_names_a_bad_name_or_folder(tmp_path, monkeypatch):
     with pytest.raises(DatasetNotFoundError,
                        match=r"missing' \(from \$MSVM_DATASETS\) does not exist"):
         shared_dataset("iris")
+
+
+@pytest.mark.parametrize("blocked, call, extra", [
+    ("onnx", lambda clf, X, y: __import__("msvm").to_onnx(clf), "onnx"),
+    ("skl2onnx", lambda clf, X, y: __import__("msvm.onnx").onnx.register_skl2onnx(), "onnx"),
+    ("dask.array", lambda clf, X, y: __import__("msvm.dask").dask.partial_fit_dask(clf, X, y),
+     "dask"),
+    ("matplotlib.pyplot", lambda clf, X, y: __import__("msvm.teaching.plots").teaching.plots
+     .plot_hinge_loss(), "plot"),
+])
+def test_missing_optional_dependency_names_the_extra(fitted, data, monkeypatch, blocked, call,
+                                                    extra):
+    # (msvm.dask raised dask's bare ModuleNotFoundError; each feature had its own wording)
+    X, y = data
+    clf = fitted
+    monkeypatch.setitem(sys.modules, blocked, None)   # import raises ImportError
+    with pytest.raises(ImportError, match=rf"needs the optional dependency "
+                                          rf"'{blocked.split('.')[0]}' \(pip install "
+                                          rf"'msvm\[{extra}\]'\)"):
+        call(clf, X, y)

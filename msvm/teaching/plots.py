@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msvm._optional import import_optional
 from msvm.teaching.svm import BinarySVM, as_signed_labels
 
 __all__ = [
@@ -39,12 +40,7 @@ KIND_LABELS = {"non_sv": "non-SV (α = 0)", "free_sv": "free SV (0 < α < C)",
 
 
 def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("msvm.teaching.plots needs matplotlib: "
-                          "pip install 'msvm[plot]'.") from exc
-    return plt
+    return import_optional("matplotlib.pyplot", "plot", "msvm.teaching.plots")
 
 
 def _points(X, y, what: str = "X"):
