@@ -164,6 +164,29 @@ class EnclosingBall:
         Seconds spent.
     n_kernel_evaluations : int
         Kernel evaluations of the Gram-row cache.
+
+    See Also
+    --------
+    enclosing_ball : Computes it.
+
+    Examples
+    --------
+    Three points in the plane (the linear kernel): the smallest ball has the
+    segment between the outer two as a diameter, and they are its core set;
+    the third point lies inside and has no weight in the centre.
+
+    >>> import numpy as np
+    >>> from msvm import enclosing_ball
+    >>> points = np.array([[-1.0, 0.0], [1.0, 0.0], [0.0, 0.5]])
+    >>> ball = enclosing_ball(points, kernel="linear")
+    >>> ball.radius2, ball.diameter
+    (1.0, 2.0)
+    >>> ball.core_set, ball.coef
+    (array([0, 1]), array([0.5, 0.5, 0. ]))
+    >>> (ball.coef @ points).tolist()   # the centre, c = Σ_i coef_i x_i
+    [0.0, 0.0]
+    >>> ball.gap <= 1e-10 * ball.radius2
+    True
     """
 
     radius2: float
@@ -323,6 +346,29 @@ class RadiusMarginBound:
     fit_intercept : bool
     ball : EnclosingBall or None
         The ball used (with a bias).
+
+    See Also
+    --------
+    radius_margin_bound : Computes it.
+
+    Examples
+    --------
+    On a small three-class set, the exact leave-one-out error count is at most
+    the key lemma's count of candidates, itself at most the bound:
+
+    >>> from msvm import MultiClassSVC, loo_error, radius_margin_bound
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> estimator = MultiClassSVC(model="msvm2", C=1.0)   # without a bias: no ball
+    >>> problem = estimator.prepare_fit(X, y).problem
+    >>> rm = radius_margin_bound(problem, get_solver("s2do").solve(problem, tol=1e-6))
+    >>> loo_error(estimator, X, y).n_errors, rm.n_candidates, round(rm.bound)
+    (1, 5, 38)
+    >>> rm.candidates.shape, rm.ball is None
+    ((30,), True)
+    >>> round(rm.error_rate, 2)   # the bound over m = 30: a rate above 1 says nothing
+    1.28
     """
 
     bound: float

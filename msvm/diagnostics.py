@@ -59,7 +59,30 @@ ZERO_TOL = 1e-8
 
 @dataclass
 class Diagnostics:
-    """The numbers that certify a dual solution (see the module docstring)."""
+    """The numbers that certify a dual solution (see the module docstring).
+
+    See Also
+    --------
+    diagnose : Computes it.
+
+    Examples
+    --------
+    >>> import json
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import diagnose
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="ww", C=1.0, fit_intercept=True).prepare_fit(X, y).problem
+    >>> d = diagnose(problem, get_solver("cvxpy").solve(problem))
+    >>> d.b_method, sorted(d.kkt_residuals)
+    ('kkt', ['bounds', 'equality', 'stationarity'])
+    >>> d.kkt_residual < 1e-6   # the largest of the residuals
+    True
+    >>> record = json.loads(json.dumps(d.as_dict()))   # plain Python: JSON-serialisable
+    >>> record["b_method"], len(record["b"])
+    ('kkt', 3)
+    """
 
     dual_objective: float
     primal_objective: float
@@ -155,6 +178,22 @@ def project_feasible(problem: DualProblem, v: np.ndarray) -> np.ndarray:
     the maximiser of the concave dual φ(λ) = min_{α∈Π-set} ½‖α − v‖² + λᵀAα,
     whose gradient is AΠ(v − Aᵀλ) (L-BFGS over r ≤ Q − 1 multipliers); the
     round-off left in Aα is then removed by :func:`repair_equality`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import project_feasible
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="ww", C=1.0, fit_intercept=True).prepare_fit(X, y).problem
+    >>> alpha = get_solver("cvxpy").solve(problem).alpha
+    >>> v = alpha + 0.3   # infeasible: among others, the inactive slots must stay 0
+    >>> problem.check_feasible(v), problem.check_feasible(project_feasible(problem, v))
+    (False, True)
+    >>> np.allclose(project_feasible(problem, alpha), alpha)   # a feasible α stays
+    True
     """
     from scipy.optimize import minimize
 
@@ -194,6 +233,26 @@ def repair_equality(problem: DualProblem, alpha: np.ndarray, rtol: float = 0.0,
     where the least-norm δ would leave the box, δ is the least-norm one within
     it (:func:`_least_norm_in_box`): variables may then reach 0 or C, and the
     caller's KKT check decides whether the result is still optimal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import repair_equality
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="ww", C=1.0, fit_intercept=True).prepare_fit(X, y).problem
+    >>> alpha = get_solver("cvxpy").solve(problem).alpha
+    >>> broken = alpha.copy()
+    >>> broken[4] *= 0.5   # point 4 is a support vector: Aα = 0 no longer holds
+    >>> problem.check_feasible(broken)
+    False
+    >>> repaired = repair_equality(problem, broken)
+    >>> problem.check_feasible(repaired)
+    True
+    >>> bool(np.abs(problem.equality_residual(repaired)).max() < 1e-12)
+    True
     """
     cap = problem.capacity
     out = alpha.copy()
@@ -333,7 +392,31 @@ def _checked(problem: DualProblem, name: str, value, shape: tuple) -> np.ndarray
 
 
 def primal_objective(problem: DualProblem, alpha, b, F=None):
-    """Primal objective of (w(α), b, smallest feasible ξ); returns (P, ξ)."""
+    """Primal objective of (w(α), b, smallest feasible ξ); returns (P, ξ).
+
+    Examples
+    --------
+    Any b gives a primal value above the dual optimum; the b of the KKT
+    conditions (:func:`bias_from_kkt`) closes the gap.
+
+    >>> import numpy as np
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import diagnose, primal_objective
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="ww", C=1.0, fit_intercept=True).prepare_fit(X, y).problem
+    >>> alpha = get_solver("cvxpy").solve(problem).alpha
+    >>> d = diagnose(problem, alpha)
+    >>> P, xi = primal_objective(problem, alpha, d.b)
+    >>> bool(np.isclose(P, d.primal_objective)), xi.shape
+    (True, (30, 3))
+    >>> P_zero, _ = primal_objective(problem, alpha, np.zeros(3))
+    >>> round(P, 3), round(P_zero, 3)
+    (3.889, 4.81)
+    >>> bool(np.isclose(P, d.dual_objective))   # zero duality gap at the optimum
+    True
+    """
     alpha = _checked(problem, "alpha", alpha, (problem.n_samples, problem.n_slots))
     b = _checked(problem, "b", b, (problem.n_classes,))
     if F is not None:
@@ -368,6 +451,22 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     'centre' (hinge loss: the centre of the b the inequalities allow, see
     :func:`_bias_from_centre`), 'primal' (quadratic loss: b minimises the primal)
     or 'none' (no bias).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import bias_from_kkt
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="ww", C=1.0, fit_intercept=True).prepare_fit(X, y).problem
+    >>> alpha = get_solver("cvxpy").solve(problem).alpha
+    >>> b, method = bias_from_kkt(problem, alpha, problem.gradient(alpha))
+    >>> method, b.round(3).tolist()
+    ('kkt', [0.088, -0.098, 0.01])
+    >>> bool(abs(b.sum()) < 1e-12)   # b in span(U): the Weston–Watkins gauge, Σ_c b_c = 0
+    True
     """
     Q = problem.n_classes
     if not problem.fit_intercept or problem.equality_basis.shape[1] == 0:
@@ -614,6 +713,28 @@ def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
     Removing an example whose α is zero leaves every other example's
     violation unchanged, which is how :func:`msvm.model_selection.loo_error`
     certifies that such a removal keeps the solution optimal.
+
+    Examples
+    --------
+    G is the gradient of the dual plus the margin terms ν̄·b of the bias:
+
+    >>> import numpy as np
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.diagnostics import bias_from_kkt, kkt_violation
+    >>> from msvm.solvers import get_solver
+    >>> from msvm.teaching import multiclass_set
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> problem = MultiClassSVC(model="ww", C=1.0, fit_intercept=True).prepare_fit(X, y).problem
+    >>> alpha = get_solver("cvxpy").solve(problem).alpha
+    >>> grad = problem.gradient(alpha)
+    >>> b, _ = bias_from_kkt(problem, alpha, grad)
+    >>> G = np.where(problem.active, grad + problem.margin_terms(b), 0.0)
+    >>> kkt_violation(problem, alpha, G) < 1e-6
+    True
+    >>> kkt_violation(problem, alpha, G, per_example=True).shape
+    (30,)
+    >>> kkt_violation(problem, alpha, grad) > 0.1   # without b the optimum looks violated
+    True
     """
     alpha = _checked(problem, "alpha", alpha, (problem.n_samples, problem.n_slots))
     G = _checked(problem, "G", G, (problem.n_samples, problem.n_slots))

@@ -37,7 +37,11 @@ DOCUMENTED = [
     "msvm.io.ModelFileNotFoundError",
     *(f"msvm.kernels.{name}" for name in ("Kernel", "IndefiniteKernelWarning", "check_gram",
                                             "check_kernel_range", "resolve_gamma")),
-    "msvm.diagnostics.diagnose",
+    *(f"msvm.diagnostics.{name}" for name in ("Diagnostics", "diagnose", "bias_from_kkt",
+                                                "primal_objective", "kkt_violation",
+                                                "project_feasible", "repair_equality")),
+    "msvm.bounds.EnclosingBall",
+    "msvm.bounds.RadiusMarginBound",
     "msvm.onnx.register_skl2onnx",
     *(f"msvm.teaching.{name}" for name in (
         "perceptron", "novikoff_bound", "linearly_separable", "hard_margin_svm",
@@ -45,7 +49,12 @@ DOCUMENTED = [
         "make_kernel", "hinge_loss", "compare_binary", "compare_multiclass", "format_table",
         "face_report", "logic_gate", "separable_set", "overlapping_set", "multiclass_set",
         "BinarySVM", "dual_objective", "primal_objective", "bias_from_free_svs",
-        "kkt_classification", "kkt_violation")),
+        "kkt_classification", "kkt_violation", "bias_bounds")),
+    *(f"msvm.teaching.plots.{name}" for name in (
+        "plot_decision_function", "plot_hinge_loss", "plot_perceptron_frames",
+        "plot_convergence", "plot_svm_primal", "plot_kernel_regions", "plot_parameter_grid",
+        "plot_multiclass_regions", "plot_bound_vs_loo", "plot_certificates",
+        "plot_finish_runs")),
 ]
 
 _SKIP_MODULES = {"msvm.__main__"}   # runs the command line when imported

@@ -117,6 +117,19 @@ def plot_decision_function(model, X=None, y=None, *, ax=None, title: str | None 
         Point sets: one per label (``'y = +1'``, ``'y = −1'``) for models
         without α; for a :class:`BinarySVM`, one per KKT kind present, labelled
         by :data:`KIND_LABELS` with the count, e.g. ``'free SV (0 < α < C): 3'``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import overlapping_set, soft_margin_svm
+    >>> from msvm.teaching.plots import plot_decision_function
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> ax = plot_decision_function(soft_margin_svm(X, y, C=1.0), title="C = 1")
+    >>> ax.get_title()
+    'C = 1'
+    >>> [text.get_text() for text in ax.get_legend().get_texts()]
+    ['non-SV (α = 0): 21', 'free SV (0 < α < C): 3', 'bound SV (α = C): 16']
+    >>> plt.close(ax.figure)
     """
     training = X is None
     X, y = _points(getattr(model, "X", None) if X is None else X,
@@ -177,6 +190,15 @@ def plot_hinge_loss(*, ax=None, s_range=(-2.0, 3.0)):
     matplotlib.axes.Axes
         Lines labelled ``'hinge max(0, 1 − y f)'``, ``'0–1 loss'`` and
         ``'perceptron max(0, −y f)'``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching.plots import plot_hinge_loss
+    >>> ax = plot_hinge_loss()
+    >>> [line.get_label() for line in ax.get_lines()][:3]
+    ['hinge max(0, 1 − y f)', '0–1 loss', 'perceptron max(0, −y f)']
+    >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     lo, hi = s_range
@@ -209,6 +231,22 @@ def plot_perceptron_frames(result, n_frames: int = 6, *, ncols: int = 3):
         One axes per frame, titled ``'update t (k mistakes)'``, each with the line
         wᵀx + b = 0 (label ``'w·x + b = 0'``) and the point just updated on
         (label ``'updated point'``).
+
+    Examples
+    --------
+    The perceptron learns AND in 18 updates; three frames show the first, a
+    middle and the last one:
+
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import logic_gate, perceptron
+    >>> from msvm.teaching.plots import plot_perceptron_frames
+    >>> result = perceptron(*logic_gate("and"))
+    >>> result.n_updates
+    18
+    >>> fig = plot_perceptron_frames(result, n_frames=3)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['update 1 (1 mistakes)', 'update 9 (1 mistakes)', 'update 18 (0 mistakes)']
+    >>> plt.close(fig)
     """
     plt = _pyplot()
     trace = result.trace
@@ -266,6 +304,22 @@ def plot_convergence(results, reference=None):
         ``'exact optimum'``; right, on a log scale, ``'<method> gap'``,
         ``'<method> KKT violation'`` and, with a reference,
         ``'<method> D* − D'``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import overlapping_set, smo, soft_margin_svm
+    >>> from msvm.teaching.plots import plot_convergence
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> runs = [smo(X, y, C=1.0, pair=pair, tol=1e-6) for pair in ("platt", "second_order")]
+    >>> fig = plot_convergence(runs, reference=soft_margin_svm(X, y, C=1.0))
+    >>> left, right = fig.axes
+    >>> [line.get_label() for line in left.get_lines()]
+    ['exact optimum', 'SMO (platt) dual', 'SMO (platt) primal',
+     'SMO (second_order) dual', 'SMO (second_order) primal']
+    >>> right.get_yscale(), len(right.get_lines())
+    ('log', 6)
+    >>> plt.close(fig)
     """
     plt = _pyplot()
     results = _nonempty(list(results), "results")
@@ -318,6 +372,18 @@ def plot_svm_primal(results, *, ax=None):
     matplotlib.axes.Axes
         One line per run, labelled ``'<mode>, λ = <lam>'``; for the batch
         mode also its certified bound (``'… bound'``, dotted).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import overlapping_set, svm_primal
+    >>> from msvm.teaching.plots import plot_svm_primal
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> runs = [svm_primal(X, y, lam=lam, mode="batch", C=1.0, epochs=20) for lam in (0.01, 0.001)]
+    >>> ax = plot_svm_primal(runs)
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['batch, λ = 0.01', 'batch, λ = 0.01 bound', 'batch, λ = 0.001', 'batch, λ = 0.001 bound']
+    >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     for k, r in enumerate(results):
@@ -353,6 +419,20 @@ def plot_kernel_regions(X, y, kernels: dict, C: float = 10.0, *, ncols: int = 3)
         One axes per kernel (:func:`plot_decision_function` of
         :func:`msvm.teaching.soft_margin_svm`), titled with the kernel and the
         training accuracy.
+
+    Examples
+    --------
+    XOR: no line separates it, the RBF kernel does.
+
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import logic_gate
+    >>> from msvm.teaching.plots import plot_kernel_regions
+    >>> X, y = logic_gate("xor")
+    >>> kernels = {"linear": ("linear", {}), "RBF γ=1": ("rbf", {"gamma": 1.0})}
+    >>> fig = plot_kernel_regions(X, y, kernels, ncols=2)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['linear: accuracy 0.50', 'RBF γ=1: accuracy 1.00']
+    >>> plt.close(fig)
     """
     from msvm.teaching.svm import soft_margin_svm
 
@@ -388,6 +468,17 @@ def plot_parameter_grid(X, y, Cs, gammas, *, kernel: str = "rbf"):
     matplotlib.figure.Figure
         len(Cs) × len(gammas) axes, each titled ``'C=…, γ=…: k SV'`` with k
         the number of support vectors of that solution.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import overlapping_set
+    >>> from msvm.teaching.plots import plot_parameter_grid
+    >>> X, y = overlapping_set(30, random_state=0)
+    >>> fig = plot_parameter_grid(X, y, Cs=[0.1, 10.0], gammas=[0.5, 5.0])
+    >>> [ax.get_title() for ax in fig.axes]
+    ['C=0.1, γ=0.5: 30 SV', 'C=0.1, γ=5: 30 SV', 'C=10, γ=0.5: 19 SV', 'C=10, γ=5: 27 SV']
+    >>> plt.close(fig)
     """
     from msvm.teaching.svm import soft_margin_svm
 
@@ -426,6 +517,19 @@ def plot_multiclass_regions(estimators: dict, X, y, *, ncols: int = 4, resolutio
     -------
     matplotlib.figure.Figure
         One axes per estimator, titled with its name and training accuracy.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm import MultiClassSVC
+    >>> from msvm.teaching import multiclass_set
+    >>> from msvm.teaching.plots import plot_multiclass_regions
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> estimators = {model: MultiClassSVC(model=model, C=1.0).fit(X, y) for model in ("ww", "cs")}
+    >>> fig = plot_multiclass_regions(estimators, X, y, ncols=2)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['ww: 1.00', 'cs: 1.00']
+    >>> plt.close(fig)
     """
     plt = _pyplot()
     X, y = _points(X, y)
@@ -466,6 +570,23 @@ def plot_bound_vs_loo(records: list[dict], *, ax=None):
     matplotlib.axes.Axes
         Lines labelled ``'radius–margin bound'``, ``'key-lemma count'`` and
         ``'exact LOO errors'`` (log–log axes).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import multiclass_set
+    >>> from msvm.teaching.compare import bound_path
+    >>> from msvm.teaching.plots import plot_bound_vs_loo
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> records = bound_path(X, y, [0.1, 1.0, 10.0])
+    >>> all(r["loo_errors"] <= r["n_candidates"] <= r["bound"] for r in records)
+    True
+    >>> ax = plot_bound_vs_loo(records)
+    >>> [line.get_label() for line in ax.get_lines()][:3]
+    ['radius–margin bound', 'key-lemma count', 'exact LOO errors']
+    >>> ax.get_xscale(), ax.get_yscale()
+    ('log', 'log')
+    >>> plt.close(ax.figure)
     """
     _nonempty(records, "records")
     ax = _axes(ax)
@@ -495,6 +616,22 @@ def plot_certificates(records: list[dict], *, ax=None, key: str = "relative_gap"
     -------
     matplotlib.axes.Axes
         One bar per record, in order, with the method names as tick labels.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching import multiclass_set
+    >>> from msvm.teaching.compare import solver_certificates
+    >>> from msvm.teaching.plots import plot_certificates
+    >>> X, y = multiclass_set(3, 30, random_state=0)
+    >>> records = solver_certificates(X, y, solvers=[("cvxpy", {"solver": "cvxpy"}),
+    ...                                              ("s2do", {"solver": "s2do"})])
+    >>> ax = plot_certificates(records)
+    >>> len(ax.patches), [label.get_text() for label in ax.get_xticklabels()]
+    (2, ['cvxpy', 's2do'])
+    >>> ax.get_ylabel(), ax.get_yscale()
+    ('relative gap', 'log')
+    >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     values = [max(abs(r[key]), 1e-17) for r in records]
@@ -522,6 +659,22 @@ def plot_finish_runs(records: list[dict], *, ax=None):
     matplotlib.axes.Axes
         One line per record, labelled with its method, and a vertical line
         labelled ``'hand-over to the finish'``.
+
+    Examples
+    --------
+    Records of the shape :func:`msvm.teaching.finish_runs` returns (its
+    traces are sampled in time, so these are written out):
+
+    >>> import matplotlib.pyplot as plt
+    >>> from msvm.teaching.plots import plot_finish_runs
+    >>> records = [
+    ...     {"method": "S2DO", "trace": [(1, 0.5), (10, 0.05), (100, 1e-4)], "handover": 20},
+    ...     {"method": "S2DO + finish", "trace": [(1, 0.5), (10, 0.05), (21, 1e-12)],
+    ...      "handover": 20}]
+    >>> ax = plot_finish_runs(records)
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['S2DO', 'S2DO + finish', 'hand-over to the finish']
+    >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     for k, r in enumerate(records):

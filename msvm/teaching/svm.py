@@ -279,6 +279,22 @@ def bias_bounds(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float,
         y_i − u_i.
     lower : ndarray of bool, shape (n,)
         Whether point i's bound is a lower bound (else an upper one).
+
+    Examples
+    --------
+    At the optimum, b lies between the largest lower bound and the smallest
+    upper one, and equals the bound of every free support vector (whose KKT
+    condition is an equality):
+
+    >>> from msvm.teaching import bias_bounds, overlapping_set, soft_margin_svm
+    >>> X, y = overlapping_set(40, random_state=0)
+    >>> svm = soft_margin_svm(X, y, C=1.0)
+    >>> bounds, lower = bias_bounds(svm.alpha, svm.y, svm.gram(), C=1.0)
+    >>> bool(bounds[lower].max() - 1e-9 <= svm.b <= bounds[~lower].min() + 1e-9)
+    True
+    >>> free = svm.kkt_kinds() == "free_sv"
+    >>> bounds[free].round(4).tolist(), round(svm.b, 4)
+    ([-0.3135, -0.3135, -0.3135], -0.3135)
     """
     u = K @ (alpha * y)
     scale = C if np.isfinite(C) else max(1.0, float(alpha.max(initial=0.0)))
