@@ -245,7 +245,7 @@ def plot_perceptron_frames(result, n_frames: int = 6, *, ncols: int = 3):
     18
     >>> fig = plot_perceptron_frames(result, n_frames=3)
     >>> [ax.get_title() for ax in fig.axes]
-    ['update 1 (1 mistakes)', 'update 9 (1 mistakes)', 'update 18 (0 mistakes)']
+    ['update 1 (1 mistake)', 'update 9 (1 mistake)', 'update 18 (0 mistakes)']
     >>> plt.close(fig)
     """
     plt = _pyplot()
@@ -276,7 +276,8 @@ def plot_perceptron_frames(result, n_frames: int = 6, *, ncols: int = 3):
                    linewidths=2, label="updated point")
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
-        ax.set_title(f"update {record['t']} ({record['n_mistakes']} mistakes)", fontsize=8)
+        k = record["n_mistakes"]
+        ax.set_title(f"update {record['t']} ({k} mistake{'' if k == 1 else 's'})", fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])
     for ax in axes.ravel()[len(picks):]:
