@@ -394,6 +394,23 @@ def _checked(problem: DualProblem, name: str, value, shape: tuple) -> np.ndarray
 def primal_objective(problem: DualProblem, alpha, b, F=None):
     """Primal objective of (w(α), b, smallest feasible ξ); returns (P, ξ).
 
+    Parameters
+    ----------
+    problem : DualProblem
+    alpha : ndarray of shape (n_samples, n_slots)
+        Dual variables; w(α) is the primal weight vector they define.
+    b : ndarray of shape (n_classes,)
+        The bias (zeros without one).
+    F : ndarray of shape (n_samples, n_classes), optional
+        The scores of α at the training points, when already computed.
+
+    Returns
+    -------
+    P : float
+        ½‖w(α)‖² + C Σᵢ wᵢ loss(ξᵢ).
+    xi : ndarray of shape (n_samples, n_slacks)
+        The smallest slacks feasible for (w(α), b).
+
     Examples
     --------
     Any b gives a primal value above the dual optimum; the b of the KKT
@@ -448,9 +465,24 @@ def bias_from_kkt(problem: DualProblem, alpha, grad, F=None):
     """b from the KKT conditions; returns (b, method).
 
     method is 'kkt' (the equalities of the free variables determine b),
-    'centre' (hinge loss: the centre of the b the inequalities allow, see
-    :func:`_bias_from_centre`), 'primal' (quadratic loss: b minimises the primal)
+    'centre' (hinge loss: the analytic centre of the set of b the inequalities
+    allow), 'primal' (quadratic loss: b minimises the primal)
     or 'none' (no bias).
+
+    Parameters
+    ----------
+    problem : DualProblem
+    alpha : ndarray of shape (n_samples, n_slots)
+    grad : ndarray of shape (n_samples, n_slots)
+        The dual's gradient at α (:meth:`~msvm.problem.DualProblem.gradient`).
+    F : ndarray of shape (n_samples, n_classes), optional
+        The scores of α, when already computed (the quadratic loss uses them).
+
+    Returns
+    -------
+    b : ndarray of shape (n_classes,)
+    method : str
+        How b was found (above).
 
     Examples
     --------
@@ -713,6 +745,19 @@ def kkt_violation(problem: DualProblem, alpha, G, per_example: bool = False):
     Removing an example whose α is zero leaves every other example's
     violation unchanged, which is how :func:`msvm.model_selection.loo_error`
     certifies that such a removal keeps the solution optimal.
+
+    Parameters
+    ----------
+    problem : DualProblem
+    alpha : ndarray of shape (n_samples, n_slots)
+    G : ndarray of shape (n_samples, n_slots)
+        The dual's gradient at α plus the bias's margin terms ν̄·b.
+    per_example : bool, default=False
+        Return each example's largest violation instead of the overall one.
+
+    Returns
+    -------
+    float or ndarray of shape (n_samples,)
 
     Examples
     --------
