@@ -388,8 +388,7 @@ def n_threads(n_jobs) -> int:
     """
     from joblib import effective_n_jobs
 
-    if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool)
-                               or n_jobs == 0):
+    if n_jobs is not None and (not is_integer(n_jobs) or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
     threads = max(1, int(effective_n_jobs(n_jobs)))
     if threads > 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msvm._numbers import is_integer
 from msvm._optional import import_optional
 from msvm.teaching.svm import BinarySVM, as_signed_labels
 
@@ -67,7 +68,7 @@ def _points(X, y, what: str = "X"):
 
 def _positive(value, name: str, least: int = 1) -> int:
     """``value`` as an int >= ``least``, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+    if not is_integer(value) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
     return int(value)
 

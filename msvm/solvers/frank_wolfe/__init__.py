@@ -88,6 +88,7 @@ import time
 import numpy as np
 
 from msvm._core._frank_wolfe import linear_minimizer
+from msvm._numbers import is_integer, is_real
 from msvm._progress import SolverProgress
 from msvm.diagnostics import bias_from_kkt, repair_equality
 from msvm.problem import DualProblem, DualSolution
@@ -233,22 +234,18 @@ class _Solver:
 def _check_options(problem, tol, max_iter, fw_variant, working_set_size, cache_size,
                    full_lp_every, inner_ratio) -> tuple[float, int, float]:
     """(tol, step budget, cache_size) checked; ValueError for a bad option."""
-    if tol is not None and (not isinstance(tol, int | float) or isinstance(tol, bool)):
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
     tol = check_tol(tol)
     budget = iteration_budget(max_iter, problem.n_samples)
     if fw_variant not in VARIANTS:
         raise ValueError(f"fw_variant must be one of {VARIANTS}, got {fw_variant!r}.")
     if working_set_size is not None and working_set_size != "all" and (
-            not isinstance(working_set_size, int | np.integer) or isinstance(working_set_size, bool)
-            or working_set_size < 2):
+            not is_integer(working_set_size) or working_set_size < 2):
         raise ValueError("working_set_size must be an integer >= 2, 'all' or None, "
                          f"got {working_set_size!r}.")
     cache_size = check_cache_size(cache_size)
-    if not isinstance(full_lp_every, int | np.integer) or full_lp_every < 1:
+    if not is_integer(full_lp_every) or full_lp_every < 1:
         raise ValueError(f"full_lp_every must be a positive integer, got {full_lp_every!r}.")
-    if not isinstance(inner_ratio, int | float | np.floating) or isinstance(inner_ratio, bool) \
-            or not 0 <= inner_ratio < np.inf:   # (NaN kept every working set to its end)
+    if not is_real(inner_ratio) or not 0 <= inner_ratio < np.inf:   # (NaN: never-ending sets)
         raise ValueError(f"inner_ratio must be a non-negative number, got {inner_ratio!r}.")
     return tol, budget, cache_size
 
